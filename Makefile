@@ -1,0 +1,48 @@
+# Front door of the restartable_sequences() patch series and its harness.
+# Everything is done by the small scripts in scripts/; see README.md.
+
+.PHONY: run test shell exec check-series checkpatch harness-selftests tree export clean help
+
+help:
+	@sed -n 's/^## //p' $(MAKEFILE_LIST)
+
+## run           build the patched kernel, boot it in QEMU (4 vCPUs), run the guest tests
+run:
+	@scripts/run test
+
+## test          everything CI checks: check-series, checkpatch, harness self-tests, run
+test:
+	@scripts/test
+
+## shell         boot the patched kernel with a shell on the serial console
+shell:
+	@scripts/run shell
+
+## exec          run CMD in the guest with FILES copied to /mnt: make exec CMD='./prog' FILES='prog'
+exec:
+	@scripts/run exec
+
+## check-series  build after each patch of the series (bisectability), and with the feature off
+check-series:
+	@scripts/check-series
+
+## checkpatch    scripts/checkpatch.pl --strict over every patch
+checkpatch:
+	@scripts/checkpatch
+
+## harness-selftests  the harness's own tests (verdict on recorded logs, tree/export round trip)
+harness-selftests:
+	@scripts/harness-selftests
+
+## tree          make build/linux: the base tree plus one commit per patch
+tree:
+	@scripts/deps
+	@scripts/tree
+
+## export        write the commits of build/linux back to patches/
+export:
+	@scripts/export
+
+## clean         remove build/ (including build/linux: export your work first)
+clean:
+	rm -rf build
