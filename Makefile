@@ -1,7 +1,10 @@
 # Front door of the restartable_sequences() patch series and its harness.
 # Everything is done by the small scripts in scripts/; see README.md.
 
-.PHONY: run test shell exec check-series checkpatch harness-selftests tree export clean help
+DURATION ?= 600
+CALLS ?= 1000000
+
+.PHONY: run test shell exec bench stress fuzz check-series checkpatch harness-selftests tree export clean help
 
 help:
 	@sed -n 's/^## //p' $(MAKEFILE_LIST)
@@ -21,6 +24,21 @@ shell:
 ## exec          run CMD in the guest with FILES copied to /mnt: make exec CMD='./prog' FILES='prog'
 exec:
 	@scripts/run exec
+
+## bench         benchmarks on the patched and base kernels and on the host: table, build/bench.json, build/bench.png
+bench:
+	@scripts/bench
+
+## stress        soak test in the guest for DURATION seconds (default 600)
+stress:
+	@BOOT_TIMEOUT=$$(($(DURATION) + 600)) \
+		CMD='/tests/bin/restartable_seq_stress $(DURATION)' scripts/run exec
+
+## fuzz          CALLS random registrations (default 1000000) and 2000 abort cases, then the ABI tests
+fuzz:
+	@BOOT_TIMEOUT=1800 \
+		CMD='/tests/bin/restartable_seq_fuzz $(CALLS) 2000 && cd /tests/rseq && ./restartable_seq_abi_test' \
+		scripts/run exec
 
 ## check-series  build after each patch of the series (bisectability), and with the feature off
 check-series:

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Fuzzer for restartable_sequences(): restartable_seq_fuzz [CALLS [CHILDREN]]
+ *
+ * Registration: threads (four per CPU) make CALLS calls in all with random
+ * flags and pointers drawn from NULL, valid, misaligned, kernel,
+ * non-canonical, unmapped, read-only and guard-page addresses, in any
+ * registration state. Each result must be exactly what a model of the
+ * documented ABI predicts.
+ *
+ * Abort rule: CHILDREN processes each register, load a random abort
+ * address into RCX and a random value into *post_commit, and wait in a
+ * loop for an event (a timer signal arrives every millisecond). Each must
+ * end as the rule says: carry on (no sequence), land on the abort
+ * address, or die of SIGSEGV (a bad abort address).
+ *
+ * Exits 1 on any mismatch.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "restartable_seq.h"
+
+enum kind { K_NULL, K_VALID, K_MISALIGNED, K_KERNEL, K_NONCANONICAL,
+	    K_UNMAPPED, K_READONLY, K_GUARD, NR_KINDS };
+
+static char *unmapped_page, *readonly_page, *guard_page;
+static long calls_per_thread;
+static long mismatches, calls_made;
+
+static unsigned long next_random(unsigned long *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
+}
+
+/* A pointer of the given kind; valid ones are the thread's own words. */
+static void *pick(enum kind kind, unsigned long r, unsigned long *valid)
+{
+	switch (kind) {
+	case K_NULL:
+		return NULL;
+	case K_VALID:
+		return valid;
+	case K_MISALIGNED:
+		return (char *)valid + 1 + r % 7;
+	case K_KERNEL:
+		return (void *)(0xffffffff81000000UL + (r % 4096) * 8);
+	case K_NONCANONICAL:
+		return (void *)(0x8000000000000000UL | ((r % (1UL << 40)) << 3));
+	case K_UNMAPPED:
+		return unmapped_page + (r % 512) * 8;
+	case K_READONLY:
+		return readonly_page + (r % 512) * 8;
+	default:
+		return guard_page + (r % 512) * 8;
+	}
+}
+
+static int misaligned(void *p)
+{
+	return (uintptr_t)p % 8 != 0;
+}
+
+/* What the ABI says a call returns, given the thread's state. */
+static int expected(int flags, void *counter, enum kind ck, void *post,
+		    enum kind pk, int registered)
+{
+	if (flags)
+		return -EINVAL;
+	if (!counter && !post)
+		return registered ? 0 : -EINVAL;
+	if (!counter || !post || misaligned(counter) || misaligned(post) ||
+	    counter == post)
+		return -EINVAL;
+	if (registered)
+		return -EBUSY;
+	if (pk != K_VALID || ck != K_VALID)
+		return -EFAULT;
+	return 0;
+}
+
+static void *registration_thread(void *arg)
+{
+	static __thread unsigned long words[4] __aligned(8);
+	unsigned long state = (uintptr_t)arg * 0x9e3779b97f4a7c15UL + 1;
+	long i, bad = 0;
+	int registered = 0;
+
+	for (i = 0; i < calls_per_thread; i++) {
+		unsigned long r = next_random(&state);
+		enum kind ck = r % NR_KINDS, pk = (r >> 8) % NR_KINDS;
+		int flags = (r >> 16) % 8 ? 0 : (int)(r >> 32);
+		/* Now and then the same word for both. */
+		void *counter = pick(ck, r >> 20, &words[0]);
+		void *post = pick(pk, r >> 24, (r >> 40) % 16 ? &words[2] : &words[0]);
+		int want = expected(flags, counter, ck, post, pk, registered);
+		int got = sys_restartable_sequences(flags, counter, post) ? -errno : 0;
+
+		if (got != want) {
+			if (bad++ < 5)
+				printf("mismatch: flags %d counter %p (%d) post %p (%d) registered %d: got %d, want %d\n",
+				       flags, counter, ck, post, pk, registered, got, want);
+		}
+		if (got == 0)
+			registered = counter != NULL;
+		if (registered && i % 64 == 0) {
+			sched_yield();
+			if (rs_counter_cpu(READ_ONCE(words[0])) >= CPU_SETSIZE)
+				bad++;
+		}
+	}
+	if (registered)
+		sys_restartable_sequences(0, NULL, NULL);
+	__atomic_fetch_add(&mismatches, bad, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&calls_made, i, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+extern const char fuzz_landing[];
+
+enum outcome { CARRY_ON, LANDED, SIGSEGV_DEATH, OTHER };
+
+static void empty_handler(int sig)
+{
+}
+
+/*
+ * In a child: register, put abort_ip in RCX and post_commit_value in
+ * *post_commit, and wait for an event. Exits 0 if the loop saw the
+ * counter change (no abort), 3 if it landed on fuzz_landing.
+ */
+static noinline void abort_child(unsigned long abort_ip, unsigned long post_commit_value)
+{
+	struct itimerval tick = { { 0, 1000 }, { 0, 1000 } };
+	unsigned long start;
+
+	if (rs_register())
+		_exit(2);
+	signal(SIGALRM, empty_handler);
+	setitimer(ITIMER_REAL, &tick, NULL);
+	start = rs_counter();
+	asm volatile("movq %[abort], %%rcx\n\t"
+		     "movq %[value], %[post_commit]\n\t"
+		     "1: cmpq %[start], %[counter]\n\t"
+		     "je 1b\n\t"
+		     "movq $0, %[post_commit]\n\t"
+		     "jmp 2f\n\t"
+		     "fuzz_landing:\n\t"
+		     "movl $60, %%eax\n\t"	/* exit(3) */
+		     "movl $3, %%edi\n\t"
+		     "syscall\n\t"
+		     "2:\n\t"
+		     : [post_commit] "+m" (rs_self.post_commit)
+		     : [abort] "r" (abort_ip), [value] "r" (post_commit_value),
+		       [start] "r" (start), [counter] "m" (rs_self.counter)
+		     : "rax", "rcx", "rdi", "r11", "memory", "cc");
+	_exit(0);
+}
+
+static int run_abort_case(unsigned long r)
+{
+	static const unsigned long bad_ips[] = {
+		0, 0xffffffff81000000UL, 0x8000000000000000UL,
+		0x00007ffffffff000UL, 0x1000,
+	};
+	unsigned long abort_ip, value;
+	int status, in_sequence, good_ip;
+	enum outcome want, got;
+	pid_t pid;
+
+	good_ip = r % 2;
+	abort_ip = good_ip ? (unsigned long)fuzz_landing : bad_ips[(r >> 1) % 5];
+	switch ((r >> 4) % 3) {
+	case 0:
+		value = 0;			/* no sequence */
+		break;
+	case 1:
+		value = 0x1000;			/* below all code: not inside */
+		break;
+	default:
+		value = ~0UL - (r >> 8) % 4096;	/* above all code: inside */
+		break;
+	}
+	in_sequence = value > 0x1000;
+	want = !in_sequence ? CARRY_ON : good_ip ? LANDED : SIGSEGV_DEATH;
+
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0)
+		abort_child(abort_ip, value);
+	if (waitpid(pid, &status, 0) != pid)
+		return 1;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		got = CARRY_ON;
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+		got = LANDED;
+	else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV)
+		got = SIGSEGV_DEATH;
+	else
+		got = OTHER;
+	if (got != want) {
+		printf("abort case rcx %#lx post_commit %#lx: outcome %d, want %d (status %#x)\n",
+		       abort_ip, value, got, want, status);
+		return 1;
+	}
+	return 0;
+}
+
+static char *map_page(int prot)
+{
+	char *p = mmap(NULL, getpagesize(), prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		abort();
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	long calls = argc > 1 ? atol(argv[1]) : 1000000;
+	long children = argc > 2 ? atol(argv[2]) : 500, i;
+	unsigned long state = 12345;
+	pthread_t threads[64];
+	long abort_mismatches = 0;
+	int nr_threads;
+	cpu_set_t set;
+
+	if (!rs_supported()) {
+		printf("restartable_sequences() not supported: skip\n");
+		return 4;
+	}
+	sched_getaffinity(0, sizeof(set), &set);
+	nr_threads = 4 * CPU_COUNT(&set) > 64 ? 64 : 4 * CPU_COUNT(&set);
+	unmapped_page = map_page(PROT_READ | PROT_WRITE);
+	munmap(unmapped_page, getpagesize());
+	readonly_page = map_page(PROT_READ);
+	guard_page = map_page(PROT_NONE);
+
+	calls_per_thread = calls / nr_threads;
+	for (i = 0; i < nr_threads; i++)
+		pthread_create(&threads[i], NULL, registration_thread, (void *)i);
+	for (i = 0; i < nr_threads; i++)
+		pthread_join(threads[i], NULL);
+	printf("registration: %ld calls from %d threads, %ld mismatches\n",
+	       calls_made, nr_threads, mismatches);
+
+	for (i = 0; i < children; i++)
+		abort_mismatches += run_abort_case(next_random(&state));
+	printf("abort rule: %ld children, %ld mismatches\n", children, abort_mismatches);
+	return mismatches || abort_mismatches ? 1 : 0;
+}
