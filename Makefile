@@ -4,7 +4,7 @@
 DURATION ?= 600
 CALLS ?= 1000000
 
-.PHONY: run test shell exec bench stress fuzz check-series checkpatch harness-selftests tree export clean help
+.PHONY: run test test-debug shell exec bench stress fuzz check-series checkpatch harness-selftests tree export clean help
 
 help:
 	@sed -n 's/^## //p' $(MAKEFILE_LIST)
@@ -16,6 +16,10 @@ run:
 ## test          everything CI checks: check-series, checkpatch, harness self-tests, run
 test:
 	@scripts/test
+
+## test-debug    the debug lane alone: configs/debug (KASAN, UBSAN, lockdep, ...), guest/lists/debug
+test-debug:
+	@DEBUG=1 scripts/run test
 
 ## shell         boot the patched kernel with a shell on the serial console
 shell:

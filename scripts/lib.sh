@@ -3,7 +3,7 @@
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$top/build"
-tree="$build/linux"
+tree=${TREE:-$build/linux}
 logs="$build/logs"
 mkdir -p "$logs"
 
