@@ -4,7 +4,7 @@
 DURATION ?= 600
 CALLS ?= 1000000
 
-.PHONY: run test test-debug shell exec bench stress fuzz check-series checkpatch harness-selftests tree export clean help
+.PHONY: run test test-debug shell exec bench stress fuzz check-series checkpatch regression harness-selftests tree export clean help
 
 help:
 	@sed -n 's/^## //p' $(MAKEFILE_LIST)
@@ -51,6 +51,10 @@ check-series:
 ## checkpatch    scripts/checkpatch.pl --strict over every patch
 checkpatch:
 	@scripts/checkpatch
+
+## regression    guest/lists/regression on the base and the patched kernel: same results
+regression:
+	@scripts/regression
 
 ## harness-selftests  the harness's own tests (verdict on recorded logs, tree/export round trip)
 harness-selftests:
