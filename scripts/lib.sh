@@ -2,10 +2,22 @@
 # shellcheck shell=bash
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Debian's own programs first: the harness runs what scripts/deps installs
+# (scripts/deps-check proves it), not what else this machine has on PATH.
+export PATH="/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 build="$top/build"
 tree=${TREE:-$build/linux}
 logs="$build/logs"
 mkdir -p "$logs"
+
+# make for kernel builds, through ccache with its cache in build/ccache:
+# the builds of check-series, the feature-off build and the mutants share
+# most of their objects. CCACHE_BASEDIR makes paths relative, so object
+# directories side by side share entries.
+kmake() {
+	CCACHE_DIR="$build/ccache" CCACHE_BASEDIR="$build" CCACHE_MAXSIZE=10G \
+		make CC="ccache gcc" HOSTCC="ccache gcc" "$@"
+}
 
 die() {
 	echo "error: $*" >&2

@@ -30,6 +30,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/compiler.h>
+
 #include "restartable_seq.h"
 
 enum kind { K_NULL, K_VALID, K_MISALIGNED, K_KERNEL, K_NONCANONICAL,

@@ -31,6 +31,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/compiler.h>
+
+/* A delay loop inside every sequence, run rs_inject_spins times. */
+static __thread long rs_inject_spins;
+#define RS_INJECT_ASM							\
+	"movq %[inject], %%r11\n\t"					\
+	"testq %%r11, %%r11\n\t"					\
+	"jz 38f\n\t"							\
+	"37: decq %%r11\n\t"						\
+	"jnz 37b\n\t"							\
+	"38:\n\t"
+#define RS_INJECT_DATA	rs_inject_spins
+
 #include "restartable_seq.h"
 
 #define MAX_WORKERS	64
@@ -75,11 +88,13 @@ static void maybe_pause(void)
 
 static void storm_handler(int sig)
 {
-	unsigned int cpu;
+	long spins = rs_inject_spins;
 	int saved_errno = errno;
 
-	while (rs_percpu_add(counters, 1, 0, &cpu) != RS_OK)
+	rs_inject_spins = 0;
+	while (rs_percpu_add(counters, 1) != RS_OK)
 		;
+	rs_inject_spins = spins;
 	count(&committed_adds, 1);
 	count(&signals, 1);
 	errno = saved_errno;
@@ -94,22 +109,23 @@ static unsigned int next_random(unsigned int *state)
 static void one_operation(unsigned int *seed, long *my_aborts)
 {
 	unsigned int r = next_random(seed), cpu;
-	long spins = (r & 7) == 0 ? 2000 : 0;
 	struct rs_node *node;
 	int ret;
 
+	rs_inject_spins = (r & 7) == 0 ? 2000 : 0;
+
 	switch (r % 3) {
 	case 0:
-		while (rs_percpu_add(counters, 1, spins, &cpu) != RS_OK)
+		while (rs_percpu_add(counters, 1) != RS_OK)
 			(*my_aborts)++;
 		count(&committed_adds, 1);
 		break;
 	case 1:
-		while ((ret = rs_percpu_pop(lists, &node, spins, &cpu)) == RS_ABORT)
+		while ((ret = rs_percpu_pop(lists, &node)) == RS_ABORT)
 			(*my_aborts)++;
 		if (ret != RS_OK)
 			break;
-		while (rs_percpu_push(lists, node, spins, &cpu) != RS_OK)
+		while (rs_percpu_push(lists, node) != RS_OK)
 			(*my_aborts)++;
 		break;
 	case 2:
@@ -119,7 +135,7 @@ static void one_operation(unsigned int *seed, long *my_aborts)
 
 			cpu = rs_cpu();
 			old = READ_ONCE(words[cpu].v);
-			ret = rs_percpu_cmpstore(words, cpu, old, old + 1, spins);
+			ret = rs_percpu_cmpstore(words, cpu, old, old + 1);
 			if (ret != RS_OK)
 				(*my_aborts)++;
 		} while (ret != RS_OK);
@@ -194,13 +210,12 @@ static void *forker(void *arg)
 
 		if (pid == 0) {
 			/* The registration came along: use it, then execve. */
-			unsigned int cpu;
 			int i;
 
 			if (rs_register() != -EBUSY)
 				_exit(10);
 			for (i = 0; i < 1000; i++)
-				while (rs_percpu_add(counters, 1, 0, &cpu) != RS_OK)
+				while (rs_percpu_add(counters, 1) != RS_OK)
 					;
 			execl(self_path, "restartable_seq_stress", "--exec-child", (char *)NULL);
 			_exit(11);
