@@ -4,7 +4,7 @@
 DURATION ?= 600
 CALLS ?= 1000000
 
-.PHONY: run test test-debug shell exec bench stress fuzz check-series checkpatch regression harness-selftests tree export clean help
+.PHONY: run test test-debug shell exec bench stress fuzz mutants model-check check-series checkpatch bot-checks outgoing regression harness-selftests tree export clean help
 
 help:
 	@sed -n 's/^## //p' $(MAKEFILE_LIST)
@@ -13,7 +13,7 @@ help:
 run:
 	@scripts/run test
 
-## test          everything CI checks: check-series, checkpatch, harness self-tests, run
+## test          everything CI checks: the host checks below, the mutant subset, the debug lane, run
 test:
 	@scripts/test
 
@@ -44,6 +44,14 @@ fuzz:
 		CMD='/tests/bin/restartable_seq_fuzz $(CALLS) 2000 && cd /tests/rseq && ./restartable_seq_abi_test' \
 		scripts/run exec
 
+## mutants       the whole mutation lane: every tests/mutants/*.patch must make a test fail
+mutants:
+	@scripts/mutants
+
+## model-check   the Promela model of the protocol (spin): holds, and its broken variants fail
+model-check:
+	@scripts/model-check
+
 ## check-series  build after each patch of the series (bisectability), and with the feature off
 check-series:
 	@scripts/check-series
@@ -51,6 +59,14 @@ check-series:
 ## checkpatch    scripts/checkpatch.pl --strict over every patch
 checkpatch:
 	@scripts/checkpatch
+
+## bot-checks    sparse, W=1, clang, i386, arm64, kernel-doc, Sphinx, selftests for arm64 and -m32
+bot-checks:
+	@scripts/bot-checks
+
+## outgoing      build/outgoing/: the series ready to mail, From/Signed-off-by of your git identity
+outgoing:
+	@scripts/outgoing
 
 ## regression    guest/lists/regression on the base and the patched kernel: same results
 regression:

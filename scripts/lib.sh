@@ -14,9 +14,17 @@ mkdir -p "$logs"
 # the builds of check-series, the feature-off build and the mutants share
 # most of their objects. CCACHE_BASEDIR makes paths relative, so object
 # directories side by side share entries.
+# The compiler follows LLVM= (LLVM=-16: clang-16) and CROSS_COMPILE= from
+# the environment, as the kernel's own Makefile would choose it.
 kmake() {
+	local cc=gcc
+	if [ -n "${LLVM:-}" ]; then
+		cc=clang${LLVM#1}
+	elif [ -n "${CROSS_COMPILE:-}" ]; then
+		cc=${CROSS_COMPILE}gcc
+	fi
 	CCACHE_DIR="$build/ccache" CCACHE_BASEDIR="$build" CCACHE_MAXSIZE=10G \
-		make CC="ccache gcc" HOSTCC="ccache gcc" "$@"
+		make CC="ccache $cc" HOSTCC="ccache gcc" "$@"
 }
 
 die() {
