@@ -1,0 +1,784 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * restartable_seq_bench: restartable_sequences() against rseq(), atomics
+ * and locks, user side and kernel side. Built by scripts/bench against the
+ * series' tools/testing/selftests/rseq/restartable_seq.h (our operations)
+ * and rseq.h/rseq.c (the rseq() rows), statically.
+ *
+ * Two ways to measure (--lane):
+ *
+ *   icount  every figure is RDTSC ticks per operation. Under QEMU with
+ *           "-icount shift=0,sleep=off" (one vCPU) a tick is one executed
+ *           guest instruction, user and kernel, so the figures are
+ *           instructions per operation.
+ *   time    CLOCK_MONOTONIC nanoseconds per operation (natively on the
+ *           host, or in a TCG guest, where it is not speed).
+ *
+ * Every row is measured once per trial, and the rows take turns inside a
+ * trial (a, b, c, ..., a, b, c, ...), so that drift favours none. Each
+ * measurement runs in a fresh thread, pinned to one CPU, registered with
+ * what its row needs and nothing else (glibc's own rseq() registration is
+ * turned off: the program re-executes itself with
+ * GLIBC_TUNABLES=glibc.pthread.rseq=0), and warms up before its window.
+ *
+ * Rows, user side, one thread:
+ *   a  per-CPU add, restartable_sequences() (rs_percpu_add())
+ *   b  per-CPU add, rseq() (rseq_addv())
+ *   c  lock add on one shared counter
+ *   d  sched_getcpu() + lock add on that CPU's counter
+ *   e  pthread mutex around one shared counter
+ *   f  plain add to a per-thread counter
+ *   g  per-CPU list pop + push, restartable_sequences()
+ *   h  per-CPU list pop + push, rseq()
+ *   i  list pop + push under a pthread mutex
+ * On a kernel without restartable_sequences() (the base kernel, the
+ * host), rows a and g run the fast path alone: nothing registers the
+ * words, nothing ever aborts.
+ *
+ * Rows, kernel side, for an unregistered thread (0), one registered with
+ * restartable_sequences() (1) and one registered with rseq() (2):
+ *   switch-N  context switch: pipe ping-pong between two threads of the
+ *             same kind pinned to one CPU, per switch
+ *   signal-N  signal round trip: tgkill() to itself, an empty handler,
+ *             rt_sigreturn()
+ *   trap-...  int3 with an empty SIGTRAP handler, outside a sequence and
+ *             inside one (the kernel aborts it: the handler returns to
+ *             the abort address): the difference is the abort path.
+ *             For restartable_sequences() and for rseq().
+ * No sequence makes a system call: the trap rows enter the kernel by an
+ * exception (int3), which is what the abort rule allows.
+ *
+ * Self-checks, so that a broken kernel cannot pass for a fast one: a
+ * thread registered with restartable_sequences() must see its event count
+ * grow with every switch-out in the switch rows, every trap row must have
+ * taken one SIGTRAP per iteration, and exactly the traps inside a
+ * sequence must have been aborted.
+ *
+ * Output: a table, and one JSON object per row on lines of their own,
+ * each starting with '{"bench":'; under icount also the mode, the most
+ * frequent window count (an undisturbed window repeats exactly). Exit
+ * status 0, 4 if rseq() is missing, 1 on a failed self-check.
+ */
+#define _GNU_SOURCE
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+
+#include "rseq.h"
+#include "restartable_seq.h"
+
+#define MAX_TRIALS	1001
+#define RSEQ_STR_(x)	#x
+#define RSEQ_STR(x)	RSEQ_STR_(x)
+#define NR_WORDS	CPU_SETSIZE
+
+enum lane { LANE_ICOUNT, LANE_TIME };
+enum reg { REG_NONE, REG_RS, REG_RSEQ };
+
+static enum lane lane = LANE_TIME;
+static int bench_cpu = -1;
+static int trials = 21;
+static long user_ops = 200000;		/* operations per user-side window */
+static long kernel_ops = 2000;		/* round trips/signals/traps per window */
+static const char *where = "";
+static const char *only;		/* --only user|kernel */
+static bool rs_ok, rseq_ok;
+
+/* --- measuring --------------------------------------------------------- */
+
+static inline uint64_t stamp(void)
+{
+	if (lane == LANE_ICOUNT) {
+		uint32_t lo, hi;
+
+		/* Under icount RDTSC ends its translation block: exact. */
+		asm volatile("lfence\n\trdtsc" : "=a" (lo), "=d" (hi) : : "memory");
+		return ((uint64_t)hi << 32) | lo;
+	} else {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	}
+}
+
+static void pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		perror("sched_setaffinity");
+		exit(1);
+	}
+}
+
+static int register_as(enum reg reg)
+{
+	if (reg == REG_RS)
+		return rs_ok ? rs_register() : 0;	/* fast path only without */
+	if (reg == REG_RSEQ)
+		return rseq_register_current_thread();
+	return 0;
+}
+
+static void unregister_as(enum reg reg)
+{
+	if (reg == REG_RS && rs_ok)
+		rs_unregister();
+	else if (reg == REG_RSEQ)
+		rseq_unregister_current_thread();
+}
+
+/* --- user side: the operations ------------------------------------------ */
+
+static struct rs_percpu_word rs_words[NR_WORDS];
+static struct rs_percpu_word rseq_words[NR_WORDS];
+static struct rs_percpu_word atomic_words[NR_WORDS];
+static long shared_counter __aligned(64);
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread long thread_counter;
+
+static inline void op_rs_add(void)
+{
+	while (rs_percpu_add(rs_words, 1) != RS_OK)
+		;
+}
+
+static inline void op_rseq_add(void)
+{
+	uint32_t cpu;
+
+	do {
+		cpu = rseq_cpu_start();
+	} while (rseq_addv(RSEQ_MO_RELAXED, RSEQ_PERCPU_CPU_ID,
+			   &rseq_words[cpu].v, 1, cpu));
+}
+
+static inline void op_lock_add(void)
+{
+	__atomic_fetch_add(&shared_counter, 1, __ATOMIC_RELAXED);
+}
+
+static inline void op_getcpu_atomic(void)
+{
+	__atomic_fetch_add(&atomic_words[sched_getcpu()].v, 1, __ATOMIC_RELAXED);
+}
+
+static inline void op_mutex(void)
+{
+	pthread_mutex_lock(&shared_lock);
+	shared_counter++;
+	pthread_mutex_unlock(&shared_lock);
+}
+
+static inline void op_plain(void)
+{
+	asm volatile("addq $1, %0" : "+m" (thread_counter));
+}
+
+struct rseq_list {
+	struct rs_node *head;
+} __aligned(64);
+
+static struct rs_percpu_list rs_lists[NR_WORDS];
+static struct rseq_list rseq_lists[NR_WORDS];
+static struct rs_node *locked_head;
+
+static inline void op_rs_list(void)
+{
+	struct rs_node *node;
+	int ret;
+
+	while ((ret = rs_percpu_pop(rs_lists, &node)) == RS_ABORT)
+		;
+	if (ret != RS_OK)
+		abort();	/* every list holds nodes */
+	while (rs_percpu_push(rs_lists, node) != RS_OK)
+		;
+}
+
+static inline void op_rseq_list(void)
+{
+	struct rs_node *node, *first;
+	intptr_t *head;
+	uint32_t cpu;
+	int ret;
+
+	do {
+		cpu = rseq_cpu_start();
+		ret = rseq_cmpnev_storeoffp_load(RSEQ_MO_RELAXED, RSEQ_PERCPU_CPU_ID,
+						 (intptr_t *)&rseq_lists[cpu].head,
+						 (intptr_t)NULL,
+						 offsetof(struct rs_node, next),
+						 (intptr_t *)&node, cpu);
+	} while (ret < 0);
+	if (ret > 0)
+		abort();	/* every list holds nodes */
+	do {
+		cpu = rseq_cpu_start();
+		head = (intptr_t *)&rseq_lists[cpu].head;
+		first = (struct rs_node *)RSEQ_READ_ONCE(*head);
+		node->next = first;
+	} while (rseq_cmpeqv_storev(RSEQ_MO_RELAXED, RSEQ_PERCPU_CPU_ID, head,
+				    (intptr_t)first, (intptr_t)node, cpu));
+}
+
+static inline void op_mutex_list(void)
+{
+	struct rs_node *node;
+
+	pthread_mutex_lock(&shared_lock);
+	node = locked_head;
+	locked_head = node->next;
+	pthread_mutex_unlock(&shared_lock);
+	pthread_mutex_lock(&shared_lock);
+	node->next = locked_head;
+	locked_head = node;
+	pthread_mutex_unlock(&shared_lock);
+}
+
+static void seed_lists(void)
+{
+	int cpu, i;
+
+	for (cpu = 0; cpu < NR_WORDS; cpu++) {
+		for (i = 0; i < 4; i++) {
+			struct rs_node *n = calloc(2, sizeof(*n));
+
+			if (!n)
+				abort();
+			n[0].next = rs_lists[cpu].head;
+			rs_lists[cpu].head = &n[0];
+			n[1].next = rseq_lists[cpu].head;
+			rseq_lists[cpu].head = &n[1];
+		}
+	}
+	for (i = 0; i < 4; i++) {
+		struct rs_node *n = calloc(1, sizeof(*n));
+
+		if (!n)
+			abort();
+		n->next = locked_head;
+		locked_head = n;
+	}
+}
+
+/*
+ * One window of a user-side row: warm up, then n operations between two
+ * stamps. The operation is inlined into the loop, as a caller would have
+ * it; the loop's own increment, compare and branch are in every row.
+ */
+#define USER_LOOP(name, op)						\
+static noinline uint64_t name(long n)					\
+{									\
+	uint64_t t0;							\
+	long i;								\
+									\
+	for (i = 0; i < n / 8 + 1; i++)					\
+		op();							\
+	t0 = stamp();							\
+	for (i = 0; i < n; i++)						\
+		op();							\
+	return stamp() - t0;						\
+}
+
+USER_LOOP(loop_rs_add, op_rs_add)
+USER_LOOP(loop_rseq_add, op_rseq_add)
+USER_LOOP(loop_lock_add, op_lock_add)
+USER_LOOP(loop_getcpu_atomic, op_getcpu_atomic)
+USER_LOOP(loop_mutex, op_mutex)
+USER_LOOP(loop_plain, op_plain)
+USER_LOOP(loop_rs_list, op_rs_list)
+USER_LOOP(loop_rseq_list, op_rseq_list)
+USER_LOOP(loop_mutex_list, op_mutex_list)
+
+/* --- kernel side --------------------------------------------------------- */
+
+struct pingpong {
+	int ping[2], pong[2];
+	enum reg reg;
+	long n;
+};
+
+static void *pong_thread(void *arg)
+{
+	struct pingpong *p = arg;
+	char c;
+	long i;
+
+	pin_to(bench_cpu);
+	if (register_as(p->reg))
+		abort();
+	for (i = 0; i < p->n; i++) {
+		if (read(p->ping[0], &c, 1) != 1 || write(p->pong[1], &c, 1) != 1)
+			abort();
+	}
+	unregister_as(p->reg);
+	return NULL;
+}
+
+/* n round trips, 2n switches; the caller is registered as reg already. */
+static uint64_t loop_switch(long n, enum reg reg)
+{
+	struct pingpong p = { .reg = reg };
+	long warm = n / 4 + 1, i;
+	pthread_t thread;
+	uint64_t t0 = 0, t = 0;
+	uint32_t events = 0;
+	char c = 0;
+
+	/*
+	 * One more round trip after the window: the partner's exit (and
+	 * anything else it does after its last write) stays out of it.
+	 */
+	p.n = warm + n + 1;
+	if (pipe(p.ping) || pipe(p.pong))
+		abort();
+	if (pthread_create(&thread, NULL, pong_thread, &p))
+		abort();
+	for (i = 0; i < p.n; i++) {
+		if (i == warm) {
+			events = rs_counter_events(rs_counter());
+			t0 = stamp();
+		}
+		if (i == warm + n) {
+			t = stamp() - t0;
+			events = rs_counter_events(rs_counter()) - events;
+		}
+		if (write(p.ping[1], &c, 1) != 1 || read(p.pong[0], &c, 1) != 1)
+			abort();
+	}
+	/* A registered thread saw an event for each time it was switched out. */
+	if (reg == REG_RS && rs_ok && events < (uint32_t)n) {
+		fprintf(stderr, "switch check failed: %u events in %ld round trips\n",
+			events, n);
+		exit(1);
+	}
+	pthread_join(thread, NULL);
+	close(p.ping[0]);
+	close(p.ping[1]);
+	close(p.pong[0]);
+	close(p.pong[1]);
+	return t;
+}
+
+static volatile long handled;
+
+static void count_handler(int sig)
+{
+	handled++;
+}
+
+static uint64_t loop_signal(long n, enum reg reg)
+{
+	pid_t pid = getpid(), tid = gettid();
+	long warm = n / 4 + 1, i;
+	uint64_t t0 = 0;
+
+	for (i = 0; i < warm + n; i++) {
+		if (i == warm)
+			t0 = stamp();
+		syscall(SYS_tgkill, pid, tid, SIGUSR1);
+	}
+	return stamp() - t0;
+}
+
+/*
+ * int3 with *post_commit = mask & (address after the commit): mask ~0UL
+ * puts the trap inside a sequence, 0 outside one, with the same
+ * instructions either way. Inside, the kernel sends the thread to the
+ * abort address (RCX) after the handler; outside it resumes after int3.
+ * Returns 1 if the sequence was aborted.
+ */
+static inline int trap_rs(unsigned long mask)
+{
+	unsigned long start = rs_counter();
+
+	asm goto("leaq %l[aborted](%%rip), %%rcx\n\t"
+		 "leaq 1f(%%rip), %%rax\n\t"
+		 "andq %[mask], %%rax\n\t"
+		 "movq %%rax, %[post_commit]\n\t"
+		 "cmpq %[start], %[counter]\n\t"
+		 "jne 2f\n\t"
+		 "int3\n\t"
+		 "nop\n\t"
+		 "1: movq $0, %[post_commit]\n\t"
+		 "jmp 3f\n\t"
+		 "2: movq $0, %[post_commit]\n\t"
+		 "jmp %l[aborted]\n\t"
+		 "3:\n\t"
+		 : : [post_commit] "m" (rs_self.post_commit),
+		     [counter] "m" (rs_self.counter), [start] "r" (start),
+		     [mask] "r" (mask)
+		 : "rax", "rcx", "memory", "cc" : aborted);
+	return 0;
+aborted:
+	return 1;
+}
+
+/*
+ * The same for rseq(): int3 inside a critical section whose descriptor
+ * (written here, version 0, no flags) is published in rseq_cs when mask
+ * is ~0UL, or with rseq_cs = 0. The abort handler is preceded by the
+ * signature the kernel checks, RSEQ_SIG, and never falls into it.
+ */
+static inline int trap_rseq(unsigned long mask)
+{
+	asm goto(".pushsection __rseq_bench_cs, \"aw\"\n\t"
+		 ".balign 32\n\t"
+		 "5: .long 0, 0\n\t"
+		 ".quad 1f, 2f - 1f, 4f\n\t"
+		 ".popsection\n\t"
+		 "leaq 5b(%%rip), %%rax\n\t"
+		 "andq %[mask], %%rax\n\t"
+		 "movq %%rax, %%fs:%c[cs_off](%[rseq_offset])\n\t"
+		 "1: int3\n\t"
+		 "nop\n\t"
+		 "2:\n\t"
+		 "jmp 3f\n\t"
+		 ".long " RSEQ_STR(RSEQ_SIG) "\n\t"
+		 "4: jmp %l[aborted]\n\t"
+		 "3:\n\t"
+		 : : [rseq_offset] "r" (rseq_offset),
+		     [cs_off] "i" (offsetof(struct rseq_abi, rseq_cs)),
+		     [mask] "r" (mask)
+		 : "rax", "memory", "cc" : aborted);
+	/* The kernel clears rseq_cs on abort; outside, it was 0. */
+	return 0;
+aborted:
+	return 1;
+}
+
+static uint64_t loop_trap(long n, enum reg reg, unsigned long mask)
+{
+	long warm = n / 4 + 1, i, aborts = 0, before = 0;
+	uint64_t t0 = 0;
+
+	for (i = 0; i < warm + n; i++) {
+		if (i == warm) {
+			before = handled;
+			aborts = 0;
+			t0 = stamp();
+		}
+		aborts += reg == REG_RS ? trap_rs(mask) : trap_rseq(mask);
+	}
+	t0 = stamp() - t0;
+	/* Every iteration trapped, and aborted exactly when inside. */
+	if (handled - before != n || aborts != (mask ? n : 0)) {
+		fprintf(stderr, "trap check failed: %ld traps, %ld aborts, %ld iterations\n",
+			handled - before, aborts, n);
+		exit(1);
+	}
+	return t0;
+}
+
+static void sigtrap_handler(int sig)
+{
+	handled++;
+}
+
+/* --- rows ------------------------------------------------------------------ */
+
+enum kind { K_USER, K_SWITCH, K_SIGNAL, K_TRAP };
+
+struct row {
+	const char *id, *group, *label;
+	enum kind kind;
+	enum reg reg;
+	uint64_t (*user_loop)(long n);
+	unsigned long trap_mask;
+	bool skip;
+	int n;
+	long ops;			/* operations per window */
+	uint64_t ticks[MAX_TRIALS];	/* per window */
+	double v[MAX_TRIALS];		/* per operation */
+};
+
+static struct row rows[] = {
+	{ "a", "per-CPU add", "restartable_sequences()", K_USER, REG_RS, loop_rs_add },
+	{ "b", "per-CPU add", "rseq()", K_USER, REG_RSEQ, loop_rseq_add },
+	{ "c", "per-CPU add", "lock add, one shared counter", K_USER, REG_NONE, loop_lock_add },
+	{ "d", "per-CPU add", "sched_getcpu() + lock add", K_USER, REG_NONE, loop_getcpu_atomic },
+	{ "e", "per-CPU add", "pthread mutex, one counter", K_USER, REG_NONE, loop_mutex },
+	{ "f", "per-CPU add", "plain add, per-thread counter", K_USER, REG_NONE, loop_plain },
+	{ "g", "list pop+push", "restartable_sequences()", K_USER, REG_RS, loop_rs_list },
+	{ "h", "list pop+push", "rseq()", K_USER, REG_RSEQ, loop_rseq_list },
+	{ "i", "list pop+push", "pthread mutex", K_USER, REG_NONE, loop_mutex_list },
+	{ "switch-0", "context switch", "unregistered", K_SWITCH, REG_NONE },
+	{ "switch-1", "context switch", "restartable_sequences()", K_SWITCH, REG_RS },
+	{ "switch-2", "context switch", "rseq()", K_SWITCH, REG_RSEQ },
+	{ "signal-0", "signal round trip", "unregistered", K_SIGNAL, REG_NONE },
+	{ "signal-1", "signal round trip", "restartable_sequences()", K_SIGNAL, REG_RS },
+	{ "signal-2", "signal round trip", "rseq()", K_SIGNAL, REG_RSEQ },
+	{ "trap-rs-out", "int3 + SIGTRAP", "restartable_sequences(), outside a sequence",
+	  K_TRAP, REG_RS, NULL, 0 },
+	{ "trap-rs-in", "int3 + SIGTRAP", "restartable_sequences(), inside: aborted",
+	  K_TRAP, REG_RS, NULL, ~0UL },
+	{ "trap-rseq-out", "int3 + SIGTRAP", "rseq(), outside a critical section",
+	  K_TRAP, REG_RSEQ, NULL, 0 },
+	{ "trap-rseq-in", "int3 + SIGTRAP", "rseq(), inside: aborted",
+	  K_TRAP, REG_RSEQ, NULL, ~0UL },
+};
+
+#define NR_ROWS (sizeof(rows) / sizeof(rows[0]))
+
+static const char *unit(void)
+{
+	return lane == LANE_ICOUNT ? "instructions" : "ns";
+}
+
+static void *row_thread(void *arg)
+{
+	struct row *r = arg;
+	uint64_t t;
+	long ops;
+
+	pin_to(bench_cpu);
+	if (register_as(r->reg))
+		abort();
+	switch (r->kind) {
+	case K_USER:
+		t = r->user_loop(user_ops);
+		ops = user_ops;
+		break;
+	case K_SWITCH:
+		t = loop_switch(kernel_ops, r->reg);
+		ops = 2 * kernel_ops;
+		break;
+	case K_SIGNAL:
+		t = loop_signal(kernel_ops, r->reg);
+		ops = kernel_ops;
+		break;
+	case K_TRAP:
+		t = loop_trap(kernel_ops, r->reg, r->trap_mask);
+		ops = kernel_ops;
+		break;
+	default:
+		abort();
+	}
+	unregister_as(r->reg);
+	r->ops = ops;
+	r->ticks[r->n] = t;
+	r->v[r->n++] = (double)t / ops;
+	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The most frequent window count and how many windows had it (the
+ * smallest such count on a tie). Under icount a window that nothing
+ * disturbed (no timer interrupt, no other background work) repeats
+ * exactly, so this is the undisturbed cost.
+ */
+static uint64_t mode_of(const struct row *r, int *count)
+{
+	uint64_t sorted[MAX_TRIALS], best = 0;
+	int i, run = 0;
+
+	memcpy(sorted, r->ticks, r->n * sizeof(uint64_t));
+	qsort(sorted, r->n, sizeof(uint64_t), cmp_u64);
+	*count = 0;
+	for (i = 0; i < r->n; i++) {
+		run = i && sorted[i] == sorted[i - 1] ? run + 1 : 1;
+		if (run > *count) {
+			*count = run;
+			best = sorted[i];
+		}
+	}
+	return best;
+}
+
+/* Quantile q of sorted v[0..n-1], linear between ranks. */
+static double quantile(const double *v, int n, double q)
+{
+	double pos = q * (n - 1);
+	int i = (int)pos;
+
+	if (i >= n - 1)
+		return v[n - 1];
+	return v[i] + (pos - i) * (v[i + 1] - v[i]);
+}
+
+static void print_json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			putchar('\\');
+		putchar(*s);
+	}
+	putchar('"');
+}
+
+static void report(struct row *r, const char *kernel)
+{
+	double sorted[MAX_TRIALS], mode;
+	int i, mode_count;
+
+	memcpy(sorted, r->v, r->n * sizeof(double));
+	qsort(sorted, r->n, sizeof(double), cmp_double);
+	mode = (double)mode_of(r, &mode_count) / r->ops;
+	printf("  %-14s %-18s %-44s %10.2f %10.2f %10.2f",
+	       r->id, r->group, r->label, sorted[0], quantile(sorted, r->n, 0.5),
+	       quantile(sorted, r->n, 0.75) - quantile(sorted, r->n, 0.25));
+	if (lane == LANE_ICOUNT)
+		printf(" %10.2f %3d%%", mode, 100 * mode_count / r->n);
+	printf("\n");
+	printf("{\"bench\": 1, \"lane\": \"%s\", \"where\": ",
+	       lane == LANE_ICOUNT ? "icount" : "time");
+	print_json_string(where);
+	printf(", \"kernel\": ");
+	print_json_string(kernel);
+	printf(", \"restartable_sequences\": %s, \"id\": \"%s\", \"group\": ",
+	       rs_ok ? "true" : "false", r->id);
+	print_json_string(r->group);
+	printf(", \"label\": ");
+	print_json_string(r->label);
+	if (r->reg == REG_RS && !rs_ok)
+		printf(", \"note\": \"fast path only: no kernel support, nothing registered\"");
+	if (lane == LANE_ICOUNT)
+		printf(", \"mode\": %.4f, \"mode_windows\": %d", mode, mode_count);
+	printf(", \"unit\": \"%s/op\", \"ops_per_window\": %ld, \"n\": %d, \"min\": %.4f, \"q1\": %.4f, "
+	       "\"median\": %.4f, \"q3\": %.4f, \"max\": %.4f, \"samples\": [",
+	       unit(), r->ops, r->n, sorted[0], quantile(sorted, r->n, 0.25),
+	       quantile(sorted, r->n, 0.5), quantile(sorted, r->n, 0.75),
+	       sorted[r->n - 1]);
+	for (i = 0; i < r->n; i++)
+		printf("%s%.4f", i ? ", " : "", r->v[i]);
+	printf("]}\n");
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: restartable_seq_bench [--lane icount|time] [--trials N]\n"
+		"       [--user-ops N] [--kernel-ops N] [--cpu N] [--only user|kernel]\n"
+		"       [--where TEXT]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = count_handler };
+	struct utsname uts;
+	char kernel[400];
+	cpu_set_t set;
+	unsigned int i;
+	int t;
+
+	for (t = 1; t < argc; t++) {
+		const char *arg = argv[t], *val = t + 1 < argc ? argv[t + 1] : NULL;
+
+		if (!val)
+			usage();
+		t++;
+		if (!strcmp(arg, "--lane"))
+			lane = !strcmp(val, "icount") ? LANE_ICOUNT : LANE_TIME;
+		else if (!strcmp(arg, "--trials"))
+			trials = atoi(val);
+		else if (!strcmp(arg, "--user-ops"))
+			user_ops = atol(val);
+		else if (!strcmp(arg, "--kernel-ops"))
+			kernel_ops = atol(val);
+		else if (!strcmp(arg, "--cpu"))
+			bench_cpu = atoi(val);
+		else if (!strcmp(arg, "--only"))
+			only = val;
+		else if (!strcmp(arg, "--where"))
+			where = val;
+		else
+			usage();
+	}
+	if (trials < 1 || trials > MAX_TRIALS || user_ops < 1 || kernel_ops < 1)
+		usage();
+
+	/* Each row registers what it uses and nothing more. */
+	if (!getenv("GLIBC_TUNABLES")) {
+		setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0", 1);
+		execv("/proc/self/exe", argv);
+		perror("re-exec");
+		return 1;
+	}
+
+	if (bench_cpu < 0) {
+		if (sched_getaffinity(0, sizeof(set), &set))
+			abort();
+		for (bench_cpu = 0; !CPU_ISSET(bench_cpu, &set); bench_cpu++)
+			;
+	}
+	pin_to(bench_cpu);
+	rs_ok = rs_supported();
+	rseq_ok = !rseq_register_current_thread();
+	if (rseq_ok)
+		rseq_unregister_current_thread();
+	if (!rseq_ok) {
+		fprintf(stderr, "rseq() is not available\n");
+		return 4;
+	}
+	seed_lists();
+	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = sigtrap_handler;
+	sigaction(SIGTRAP, &sa, NULL);
+	uname(&uts);
+	snprintf(kernel, sizeof(kernel), "Linux %s %s", uts.release, uts.version);
+
+	for (i = 0; i < NR_ROWS; i++) {
+		struct row *r = &rows[i];
+
+		if (only && strcmp(only, r->kind == K_USER ? "user" : "kernel"))
+			r->skip = true;
+		/* The kernel side of restartable_sequences() needs the kernel. */
+		if (r->kind != K_USER && r->reg == REG_RS && !rs_ok)
+			r->skip = true;
+	}
+
+	printf("restartable_seq_bench: lane %s (%s/op), %s; %s; CPU %d; %d trials, "
+	       "%ld user / %ld kernel operations per window; restartable_sequences() %s\n",
+	       lane == LANE_ICOUNT ? "icount" : "time", unit(), where, kernel,
+	       bench_cpu, trials, user_ops, kernel_ops,
+	       rs_ok ? "available" : "missing (rows a, g: fast path only)");
+	for (t = 0; t < trials; t++) {
+		for (i = 0; i < NR_ROWS; i++) {
+			pthread_t thread;
+
+			if (rows[i].skip)
+				continue;
+			if (pthread_create(&thread, NULL, row_thread, &rows[i]))
+				abort();
+			pthread_join(thread, NULL);
+		}
+	}
+	printf("  %-14s %-18s %-44s %10s %10s %10s%s\n", "row", "group", "", "min",
+	       "median", "IQR", lane == LANE_ICOUNT ? "       mode share" : "");
+	for (i = 0; i < NR_ROWS; i++)
+		if (!rows[i].skip)
+			report(&rows[i], kernel);
+	return 0;
+}
