@@ -2,9 +2,10 @@
 # shellcheck shell=bash
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# Debian's own programs first: the harness runs what scripts/deps installs
-# (scripts/deps-check proves it), not what else this machine has on PATH.
-export PATH="/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
+# Debian's programs only: the harness runs what scripts/deps installs
+# (scripts/deps-check proves it), not what else this machine has on PATH
+# (a rustc in ~/.cargo/bin would make the kernel's Kconfig probe it).
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 build="$top/build"
 tree=${TREE:-$build/linux}
 logs="$build/logs"
