@@ -6,15 +6,60 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # (scripts/deps-check proves it), not what else this machine has on PATH
 # (a rustc in ~/.cargo/bin would make the kernel's Kconfig probe it).
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-build="$top/build"
+
+die() {
+	echo "error: $*" >&2
+	exit 1
+}
+
+# The bases the series is kept for, the default first: mainline 7.3 and
+# the backport to Debian's 6.12. BASE picks one; its series is
+# patches/*-BASE (patches/mainline-7.3, patches/backport-6.12) and its
+# tree, builds and logs are in build/BASE. Exported, so that what a
+# script starts works on the same base.
+bases=(7.3 6.12)
+
+# series_dir_of BASE: the series directory of a base.
+series_dir_of() {
+	local dirs=("$top"/patches/*-"$1")
+	if [ "${#dirs[@]}" != 1 ] || [ ! -d "${dirs[0]}" ]; then
+		die "BASE=$1 needs exactly one series directory patches/*-$1"
+	fi
+	echo "${dirs[0]}"
+}
+
+# known_base BASE: whether BASE is one of the bases.
+known_base() {
+	local b
+	for b in "${bases[@]}"; do
+		[ "$b" != "$1" ] || return 0
+	done
+	return 1
+}
+
+export BASE=${BASE:-${bases[0]}}
+known_base "$BASE" ||
+	die "unknown BASE=$BASE: the bases are 7.3 (mainline, the default) and 6.12 (the backport)"
+series_dir=$(series_dir_of "$BASE")
+# What the bases share: the ccache, the downloaded sources, the kernel
+# build lock, make test's execve trace, the model check's work.
+build_root="$top/build"
+build="$build_root/$BASE"
 tree=${TREE:-$build/linux}
 logs="$build/logs"
 mkdir -p "$logs"
 
-# make for kernel builds, through ccache with its cache in build/ccache:
-# the builds of check-series, the feature-off build and the mutants share
-# most of their objects. CCACHE_BASEDIR makes paths relative, so object
-# directories side by side share entries.
+# rel PATH: PATH as messages show it, relative to the project.
+rel() {
+	echo "${1#"$top"/}"
+}
+
+# make for kernel builds, through ccache with its cache in build/ccache,
+# one for both bases: the builds of check-series, the feature-off build
+# and the mutants share most of their objects, and the two bases whatever
+# compiles the same in both. CCACHE_BASEDIR makes the paths under build/
+# relative, so object directories side by side (build/7.3/obj and
+# build/6.12/obj, each beside its tree) share entries.
 # The compiler follows LLVM= (LLVM=-16: clang-16) and CROSS_COMPILE= from
 # the environment, as the kernel's own Makefile would choose it.
 kmake() {
@@ -24,13 +69,8 @@ kmake() {
 	elif [ -n "${CROSS_COMPILE:-}" ]; then
 		cc=${CROSS_COMPILE}gcc
 	fi
-	CCACHE_DIR="$build/ccache" CCACHE_BASEDIR="$build" CCACHE_MAXSIZE=10G \
+	CCACHE_DIR="$build_root/ccache" CCACHE_BASEDIR="$build_root" CCACHE_MAXSIZE=10G \
 		make CC="ccache $cc" HOSTCC="ccache gcc" "$@"
-}
-
-die() {
-	echo "error: $*" >&2
-	exit 1
 }
 
 # Print a duration in seconds as 2m41s.
@@ -42,9 +82,9 @@ fmt_time() {
 	fi
 }
 
-# stage NAME CMD...: run CMD with its output in build/logs/NAME.log (on the
-# terminal too with V=1), then print "[NAME] time". On failure show the end
-# of the log and fail.
+# stage NAME CMD...: run CMD with its output in build/BASE/logs/NAME.log
+# (on the terminal too with V=1), then print "[NAME] time". On failure
+# show the end of the log and fail.
 stage() {
 	local name=$1 start rc=0
 	shift
@@ -55,7 +95,7 @@ stage() {
 		"$@" >"$logs/$name.log" 2>&1 || rc=$?
 	fi
 	if [ "$rc" != 0 ]; then
-		echo "[$name] FAILED after $(fmt_time $((SECONDS - start))) (log: build/logs/$name.log)"
+		echo "[$name] FAILED after $(fmt_time $((SECONDS - start))) (log: $(rel "$logs/$name.log"))"
 		[ "${V:-0}" = 1 ] || tail -n 25 "$logs/$name.log" | sed 's/^/  | /'
 		return "$rc"
 	fi
