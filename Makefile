@@ -1,5 +1,7 @@
 # Front door of the restartable_sequences() patch series and its harness.
 # Everything is done by the small scripts in scripts/; see README.md.
+# BASE (make run BASE=6.12 or BASE=6.12 make run) reaches the scripts
+# through the environment: make exports command-line variables to recipes.
 
 DURATION ?= 600
 CALLS ?= 1000000
@@ -9,11 +11,16 @@ CALLS ?= 1000000
 help:
 	@sed -n 's/^## //p' $(MAKEFILE_LIST)
 
+## Two bases, two series: BASE=7.3 (the default) works on patches/mainline-7.3
+## in build/7.3/, BASE=6.12 on the backport, patches/backport-6.12, in
+## build/6.12/; every target but test takes it (make run BASE=6.12).
+
 ## run           build the patched kernel, boot it in QEMU (4 vCPUs), run the guest tests
 run:
 	@scripts/run test
 
-## test          everything CI checks: the host checks below, the mutant subset, the debug lane, run
+## test          everything CI checks, one verdict: on 7.3 the host checks below, the mutant subset,
+##               the debug lane and run; on 6.12 the kernel build and the guest tests
 test:
 	@scripts/test
 
@@ -29,7 +36,7 @@ shell:
 exec:
 	@scripts/run exec
 
-## bench         benchmarks on the patched and base kernels and on the host: table, build/bench.json, build/bench.png
+## bench         benchmarks on the patched and base kernels and on the host: table, build/BASE/bench.json, .png
 bench:
 	@scripts/bench
 
@@ -64,7 +71,7 @@ checkpatch:
 bot-checks:
 	@scripts/bot-checks
 
-## outgoing      build/outgoing/: the series ready to mail, From/Signed-off-by of your git identity
+## outgoing      build/BASE/outgoing/: the series ready to mail, From/Signed-off-by of your git identity
 outgoing:
 	@scripts/outgoing
 
@@ -72,19 +79,19 @@ outgoing:
 regression:
 	@scripts/regression
 
-## harness-selftests  the harness's own tests (verdict on recorded logs, tree/export round trip)
+## harness-selftests  the harness's own tests (verdict on recorded logs, tree/export round trip of each base)
 harness-selftests:
 	@scripts/harness-selftests
 
-## tree          make build/linux: the base tree plus one commit per patch
+## tree          make build/BASE/linux: the base tree (7.3: fetched to build/src) plus one commit per patch
 tree:
 	@scripts/deps
 	@scripts/tree
 
-## export        write the commits of build/linux back to patches/
+## export        write the commits of build/BASE/linux back to the base's series in patches/
 export:
 	@scripts/export
 
-## clean         remove build/ (including build/linux: export your work first)
+## clean         remove build/ (every base's tree: export your work first; the ccache, the 7.3 source)
 clean:
 	rm -rf build
