@@ -3,7 +3,7 @@
  * restartable_seq_bench: restartable_sequences() against rseq(), atomics
  * and locks, user side and kernel side. Built by scripts/bench against the
  * series' tools/testing/selftests/rseq/restartable_seq.h (our operations)
- * and rseq.h/rseq.c (the rseq() rows), statically.
+ * and rseq.h/rseq.c (the rseq() operations and thread area), statically.
  *
  * Two ways to measure (--lane):
  *
@@ -21,6 +21,17 @@
  * turned off: the program re-executes itself with
  * GLIBC_TUNABLES=glibc.pthread.rseq=0), and warms up before its window.
  *
+ * rseq() has two modes on Linux 7.3. The legacy one, for rseq_len 32 (what
+ * glibc 2.36 registers), writes the IDs on every return to user space
+ * after a switch. The optimized V2 one, for any longer valid rseq_len on
+ * architectures with the generic IRQ entry (x86), does work only after an
+ * interrupt from user mode or when the CPU or concurrency ID changed. The
+ * bench registers rseq.c's thread area (rseq_offset) itself, with 32 bytes
+ * for the legacy mode and AT_RSEQ_FEATURE_SIZE bytes for V2, as the 7.3
+ * selftests' __rseq_register_current_thread() does; 6.12's rseq.c has no
+ * choice of length, and the bench builds against both. A kernel whose
+ * AT_RSEQ_FEATURE_SIZE is 32 or less has no V2: its V2 rows are skipped.
+ *
  * Rows, user side, one thread:
  *   a  per-CPU add, restartable_sequences() (rs_percpu_add())
  *   b  per-CPU add, rseq() (rseq_addv())
@@ -33,26 +44,82 @@
  *   i  list pop + push under a pthread mutex
  * On a kernel without restartable_sequences() (the base kernel, the
  * host), rows a and g run the fast path alone: nothing registers the
- * words, nothing ever aborts.
+ * words, nothing ever aborts. Rows b and h register rseq() V2 where the
+ * kernel has it, else 32 bytes: the fast path is the same in both modes.
  *
- * Rows, kernel side, for an unregistered thread (0), one registered with
- * restartable_sequences() (1) and one registered with rseq() (2):
- *   switch-N  context switch: pipe ping-pong between two threads of the
- *             same kind pinned to one CPU, per switch
- *   signal-N  signal round trip: tgkill() to itself, an empty handler,
- *             rt_sigreturn()
+ * Rows, kernel side, each for five registrations: -0 unregistered, -rs
+ * restartable_sequences(), -v2 rseq() V2, -32 rseq() 32 bytes, -rs32
+ * restartable_sequences() + rseq() 32 bytes (the realistic case: glibc
+ * 2.36 registers every thread so):
+ *   switch-   context switch: pipe ping-pong between two threads of the
+ *             same kind pinned to one CPU, per switch. Both sleep in
+ *             read(): no event for restartable_sequences(), nothing for
+ *             rseq() V2, the IDs for the legacy mode.
+ *   signal-   signal round trip: tgkill() to itself, an empty handler,
+ *             rt_sigreturn(), per signal
+ *   syscall-  null system call: syscall(SYS_getppid), per call
+ *   preempt-  a busy thread preempted by the timer interrupt, per
+ *             preemption (icount lane only, see below)
+ * and for the abort path:
  *   trap-...  int3 with an empty SIGTRAP handler, outside a sequence and
  *             inside one (the kernel aborts it: the handler returns to
  *             the abort address): the difference is the abort path.
- *             For restartable_sequences() and for rseq().
+ *             For restartable_sequences() and for rseq() (V2 where the
+ *             kernel has it, else 32 bytes).
  * No sequence makes a system call: the trap rows enter the kernel by an
  * exception (int3), which is what the abort rule allows.
  *
- * Self-checks, so that a broken kernel cannot pass for a fast one: a
- * thread registered with restartable_sequences() must see its event count
- * grow with every switch-out in the switch rows, every trap row must have
- * taken one SIGTRAP per iteration, and exactly the traps inside a
- * sequence must have been aborted.
+ * The preemption rows. Two threads pinned to one CPU, registered alike,
+ * run in user mode without system calls: the measuring one stamps RDTSC
+ * in a loop of fixed length; its partner runs blocks of SPIN_BLOCK
+ * "incq count" and a branch. Each asks for the shortest time slice the
+ * kernel grants (0.1 ms, sched_setattr() with sched_runtime), so that
+ * the scheduler preempts each when its slice ends: by its high-resolution
+ * timer (HRTICK, on by default in 7.3) or, without it, at the next tick
+ * (1 ms at HZ=1000). Short slices keep a window cheap under icount and
+ * leave most windows without a periodic tick that switches nothing. The
+ * measuring thread finds a gap between two of its stamps in which the
+ * partner's count moved: it holds one iteration of its own loop, the
+ * partner's whole run and the kernel's work for two preemptions (the
+ * timer interrupt that stopped it, the switch, the partner's return to
+ * user space; the one that stopped the partner, the switch back, its own
+ * return). Under icount each part is counted exactly: its own iteration
+ * is the smallest stamp difference of its loop, and the partner executed
+ * (count moved) + (branches taken) instructions, the branches following
+ * from the count (one after every SPIN_BLOCK increments; the one place
+ * the count cannot tell, between the last increment of a block and its
+ * branch, is one position in SPIN_BLOCK + 1, and a window where an
+ * interrupt lands there comes out one off). What is left is the kernel's
+ * instructions for the two preemptions, the same in every window where
+ * nothing else happened, wherever in either loop the interrupts landed;
+ * the most frequent window count is that. Counting involuntary switches
+ * or events over a window of fixed length instead would leave the
+ * partner's partial iterations at both ends, different in each window.
+ * The first gap after the partner started its loop is a warm-up, the
+ * second the window. In the time lane a partner's instruction is no fixed
+ * time, so these rows are icount only.
+ *
+ * Self-checks, so that a broken kernel cannot pass for a fast one:
+ *   - restartable_sequences() events (v3 rule: a registered thread sees
+ *     an event when a signal is delivered to it, and when it is switched
+ *     back in after being preempted in user mode or on another CPU; the
+ *     bench's threads are pinned; sleeping in a system call is none). In
+ *     every row with it registered, counted outside the window: at least
+ *     one per signal delivered and per preemption the preemption row
+ *     observed, at most one per signal plus one per involuntary switch
+ *     (getrusage(RUSAGE_THREAD)). In the switch rows, where both threads
+ *     sleep in read() once per round trip, each thread must also see
+ *     fewer events than the window has round trips (a kernel that still
+ *     counted every switch-out shows at least that many).
+ *   - rseq()'s modes, in the switch rows: cpu_id_start, overwritten
+ *     with ~0 before the window as the selftests' legacy_check does, must
+ *     have been rewritten after it by a 32-byte registration (after every
+ *     switch), and must have been left alone in at least one of the
+ *     windows of the V2 row (the kernel rewrites it there only when the
+ *     CPU or concurrency ID changed): a V2 registration that the kernel
+ *     treats as legacy fails.
+ *   - every trap row must have taken one SIGTRAP per iteration, and
+ *     exactly the traps inside a sequence must have been aborted.
  *
  * Output: a table, and one JSON object per row on lines of their own,
  * each starting with '{"bench":'; under icount also the mode, the most
@@ -60,8 +127,8 @@
  * status 0, 4 if rseq() is missing, 1 on a failed self-check.
  */
 #define _GNU_SOURCE
-#include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -73,6 +140,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/auxvec.h>
+#include <linux/sched/types.h>
+#include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 
@@ -83,18 +154,36 @@
 #define RSEQ_STR_(x)	#x
 #define RSEQ_STR(x)	RSEQ_STR_(x)
 #define NR_WORDS	CPU_SETSIZE
+#define RSEQ_LEGACY_LEN	32
+#define SPIN_BLOCK	64	/* the preemption partner's increments per branch */
+#define GAP_MIN		1000	/* ticks: above a loop iteration, below a switch */
+#define SHORT_SLICE	100000	/* ns: the shortest sched_runtime the kernel takes */
 
 enum lane { LANE_ICOUNT, LANE_TIME };
-enum reg { REG_NONE, REG_RS, REG_RSEQ };
+
+/*
+ * REG_RSEQ (rows b, h and the rseq() trap rows) becomes REG_RSEQ_V2 or
+ * REG_RSEQ_32 when the program starts, by what the kernel offers.
+ */
+enum reg { REG_NONE, REG_RS, REG_RSEQ_V2, REG_RSEQ_32, REG_RS_RSEQ_32, REG_RSEQ };
+
+static const char *const reg_names[] = {
+	[REG_NONE] = "none",
+	[REG_RS] = "restartable_sequences",
+	[REG_RSEQ_V2] = "rseq-v2",
+	[REG_RSEQ_32] = "rseq-32",
+	[REG_RS_RSEQ_32] = "restartable_sequences+rseq-32",
+};
 
 static enum lane lane = LANE_TIME;
 static int bench_cpu = -1;
 static int trials = 21;
 static long user_ops = 200000;		/* operations per user-side window */
-static long kernel_ops = 2000;		/* round trips/signals/traps per window */
+static long kernel_ops = 2000;		/* round trips/signals/calls/traps per window */
 static const char *where = "";
 static const char *only;		/* --only user|kernel */
-static bool rs_ok, rseq_ok;
+static bool rs_ok;
+static unsigned int rseq_v2_len;	/* 0: the kernel has no V2 mode */
 
 /* --- measuring --------------------------------------------------------- */
 
@@ -126,21 +215,117 @@ static void pin_to(int cpu)
 	}
 }
 
-static int register_as(enum reg reg)
+/* --- registrations ------------------------------------------------------ */
+
+static bool uses_rs(enum reg reg)
 {
-	if (reg == REG_RS)
-		return rs_ok ? rs_register() : 0;	/* fast path only without */
-	if (reg == REG_RSEQ)
-		return rseq_register_current_thread();
+	return reg == REG_RS || reg == REG_RS_RSEQ_32;
+}
+
+static unsigned int rseq_len_of(enum reg reg)
+{
+	if (reg == REG_RSEQ_V2)
+		return rseq_v2_len;
+	if (reg == REG_RSEQ_32 || reg == REG_RS_RSEQ_32)
+		return RSEQ_LEGACY_LEN;
 	return 0;
+}
+
+/* rseq() on rseq.c's thread area, the one its operations use: 0 or -errno. */
+static int sys_rseq(unsigned int len, int flags)
+{
+	if (syscall(__NR_rseq, rseq_get_abi(), len, flags, RSEQ_SIG))
+		return -errno;
+	return 0;
+}
+
+static void register_as(enum reg reg)
+{
+	unsigned int len = rseq_len_of(reg);
+	int ret = 0;
+
+	/* Without kernel support, rows a and g run the fast path alone. */
+	if (uses_rs(reg) && rs_ok)
+		ret = rs_register();
+	if (!ret && len)
+		ret = sys_rseq(len, 0);
+	if (ret) {
+		fprintf(stderr, "registering as %s: %s\n", reg_names[reg], strerror(-ret));
+		exit(1);
+	}
 }
 
 static void unregister_as(enum reg reg)
 {
-	if (reg == REG_RS && rs_ok)
-		rs_unregister();
-	else if (reg == REG_RSEQ)
-		rseq_unregister_current_thread();
+	unsigned int len = rseq_len_of(reg);
+
+	if ((len && sys_rseq(len, RSEQ_ABI_FLAG_UNREGISTER)) ||
+	    (uses_rs(reg) && rs_ok && rs_unregister())) {
+		fprintf(stderr, "unregistering as %s failed\n", reg_names[reg]);
+		exit(1);
+	}
+}
+
+/*
+ * What the kernel says about the calling thread, taken outside the
+ * windows: its restartable_sequences() event count and its involuntary
+ * switches. A preemption in user mode is an involuntary switch; so is one
+ * in the kernel, which is no event.
+ */
+struct tally {
+	uint32_t events;
+	long nivcsw;
+};
+
+static void take_tally(struct tally *t)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		abort();
+	t->nivcsw = ru.ru_nivcsw;
+	t->events = rs_counter_events(rs_counter());
+}
+
+/*
+ * The events a thread registered with restartable_sequences() saw since
+ * t0: at least min, at most one per signal delivered plus one per
+ * involuntary switch. Returns them (0 for any other thread).
+ */
+static long check_events(const char *what, enum reg reg, const struct tally *t0,
+			 long min, long signals)
+{
+	struct tally t;
+	long events;
+
+	if (!uses_rs(reg) || !rs_ok)
+		return 0;
+	take_tally(&t);
+	events = (uint32_t)(t.events - t0->events);
+	if (events < min || events > signals + t.nivcsw - t0->nivcsw) {
+		fprintf(stderr, "%s: event check failed: %ld events, expected %ld to %ld "
+			"(%ld signals, %ld involuntary switches)\n", what, events, min,
+			signals + t.nivcsw - t0->nivcsw, signals, t.nivcsw - t0->nivcsw);
+		exit(1);
+	}
+	return events;
+}
+
+/*
+ * A thread that sleeps in read() once per round trip and wakes on the
+ * same CPU sees no event for it: fewer events than round trips.
+ */
+static void check_sleeps(const char *what, enum reg reg, const struct tally *t0,
+			 long round_trips)
+{
+	long events = check_events(what, reg, t0, 0, 0);
+
+	if (events >= round_trips) {
+		fprintf(stderr, "%s: sleep check failed: %ld events in %ld round trips, "
+			"each a sleep in read() on the same CPU, which is no event\n",
+			what, events, round_trips);
+		exit(1);
+	}
 }
 
 /* --- user side: the operations ------------------------------------------ */
@@ -317,28 +502,55 @@ struct pingpong {
 static void *pong_thread(void *arg)
 {
 	struct pingpong *p = arg;
+	struct tally t0;
 	char c;
 	long i;
 
 	pin_to(bench_cpu);
-	if (register_as(p->reg))
-		abort();
+	register_as(p->reg);
+	take_tally(&t0);
 	for (i = 0; i < p->n; i++) {
 		if (read(p->ping[0], &c, 1) != 1 || write(p->pong[1], &c, 1) != 1)
 			abort();
 	}
+	check_sleeps("switch partner", p->reg, &t0, kernel_ops);
 	unregister_as(p->reg);
 	return NULL;
 }
 
-/* n round trips, 2n switches; the caller is registered as reg already. */
-static uint64_t loop_switch(long n, enum reg reg)
+/*
+ * rseq()'s modes differ in what a sleep costs: a 32-byte registration has
+ * its IDs written on every return to user space after a switch, a V2 one
+ * only when the CPU or the concurrency ID changed. cpu_id_start is set to
+ * ~0 before the window and looked at after it.
+ */
+#define IDS_SENTINEL	(~0U)
+
+static bool ids_rewritten(const char *what, enum reg reg)
+{
+	struct rseq_abi *abi = rseq_get_abi();
+	bool rewritten = RSEQ_READ_ONCE(abi->cpu_id_start) != IDS_SENTINEL;
+
+	if (rseq_len_of(reg) == RSEQ_LEGACY_LEN && !rewritten) {
+		fprintf(stderr, "%s: rseq() 32-byte check failed: cpu_id_start not "
+			"rewritten after a switch\n", what);
+		exit(1);
+	}
+	/* V2 may keep ~0 there: put back what the kernel last wrote. */
+	RSEQ_WRITE_ONCE(abi->cpu_id_start, RSEQ_READ_ONCE(abi->cpu_id));
+	return rewritten;
+}
+
+/*
+ * n round trips, 2n switches; the caller is registered as reg already.
+ * *ids_kept: whether an rseq() registration's cpu_id_start survived.
+ */
+static uint64_t loop_switch(long n, enum reg reg, bool *ids_kept)
 {
 	struct pingpong p = { .reg = reg };
 	long warm = n / 4 + 1, i;
 	pthread_t thread;
 	uint64_t t0 = 0, t = 0;
-	uint32_t events = 0;
 	char c = 0;
 
 	/*
@@ -352,22 +564,16 @@ static uint64_t loop_switch(long n, enum reg reg)
 		abort();
 	for (i = 0; i < p.n; i++) {
 		if (i == warm) {
-			events = rs_counter_events(rs_counter());
+			if (rseq_len_of(reg))
+				RSEQ_WRITE_ONCE(rseq_get_abi()->cpu_id_start, IDS_SENTINEL);
 			t0 = stamp();
 		}
-		if (i == warm + n) {
+		if (i == warm + n)
 			t = stamp() - t0;
-			events = rs_counter_events(rs_counter()) - events;
-		}
 		if (write(p.ping[1], &c, 1) != 1 || read(p.pong[0], &c, 1) != 1)
 			abort();
 	}
-	/* A registered thread saw an event for each time it was switched out. */
-	if (reg == REG_RS && rs_ok && events < (uint32_t)n) {
-		fprintf(stderr, "switch check failed: %u events in %ld round trips\n",
-			events, n);
-		exit(1);
-	}
+	*ids_kept = rseq_len_of(reg) && !ids_rewritten("switch", reg);
 	pthread_join(thread, NULL);
 	close(p.ping[0]);
 	close(p.ping[1]);
@@ -383,7 +589,7 @@ static void count_handler(int sig)
 	handled++;
 }
 
-static uint64_t loop_signal(long n, enum reg reg)
+static uint64_t loop_signal(long n)
 {
 	pid_t pid = getpid(), tid = gettid();
 	long warm = n / 4 + 1, i;
@@ -395,6 +601,124 @@ static uint64_t loop_signal(long n, enum reg reg)
 		syscall(SYS_tgkill, pid, tid, SIGUSR1);
 	}
 	return stamp() - t0;
+}
+
+static uint64_t loop_syscall(long n)
+{
+	long warm = n / 4 + 1, i;
+	uint64_t t0 = 0;
+
+	for (i = 0; i < warm + n; i++) {
+		if (i == warm)
+			t0 = stamp();
+		syscall(SYS_getppid);
+	}
+	return stamp() - t0;
+}
+
+/*
+ * The preemption rows (see the top of the file). The partner runs
+ * SPIN_BLOCK increments and a branch, over and over, until the count
+ * turns negative.
+ */
+struct spinner {
+	long count;
+	enum reg reg;
+};
+
+static void short_slice(void)
+{
+	struct sched_attr attr = {
+		.size = sizeof(attr),
+		.sched_policy = SCHED_OTHER,
+		.sched_runtime = SHORT_SLICE,
+	};
+
+	if (syscall(SYS_sched_setattr, 0, &attr, 0)) {
+		perror("sched_setattr");
+		exit(1);
+	}
+}
+
+static void *spin_partner(void *arg)
+{
+	struct spinner *s = arg;
+
+	pin_to(bench_cpu);
+	short_slice();
+	register_as(s->reg);
+	asm volatile("1:\n\t"
+		     ".rept " RSEQ_STR(SPIN_BLOCK) "\n\t"
+		     "incq %0\n\t"
+		     ".endr\n\t"
+		     "jns 1b"
+		     : "+m" (s->count) : : "cc");
+	unregister_as(s->reg);
+	return NULL;
+}
+
+/*
+ * The partner's instructions from count c0 to count c1, both positive:
+ * the increments, and a branch after each SPIN_BLOCK of them.
+ */
+static long spin_insns(long c0, long c1)
+{
+	return c1 - c0 + (c1 - 1) / SPIN_BLOCK - (c0 - 1) / SPIN_BLOCK;
+}
+
+/*
+ * One window: the second gap in which the partner ran after it had
+ * started its loop. Returns what is left of the gap for the kernel's two
+ * preemptions (instructions under icount); *preemptions: the gaps in
+ * which the partner ran, each a preemption of this thread in user mode.
+ */
+static uint64_t loop_preempt(enum reg reg, long *preemptions)
+{
+	struct spinner s = { .reg = reg };
+	uint64_t prev = 0, now, iter = UINT64_MAX;
+	long c, c_prev, c_now, warm = 1;
+	pthread_t thread;
+	int64_t kernel;
+
+	short_slice();
+	if (pthread_create(&thread, NULL, spin_partner, &s))
+		abort();
+	/*
+	 * With prev 0 the first pass takes the gap branch: it counts a
+	 * preemption only if the partner ran since c_prev was read.
+	 */
+	c_prev = __atomic_load_n(&s.count, __ATOMIC_RELAXED);
+	*preemptions = 0;
+	for (;;) {
+		/*
+		 * The count is read before the stamp and once more after a
+		 * gap: the pair brackets the gap wherever the interrupt landed.
+		 */
+		c = __atomic_load_n(&s.count, __ATOMIC_RELAXED);
+		now = stamp();
+		if (now - prev < GAP_MIN) {
+			if (now - prev < iter)
+				iter = now - prev;
+		} else {
+			c_now = __atomic_load_n(&s.count, __ATOMIC_RELAXED);
+			if (c_now != c_prev) {
+				(*preemptions)++;
+				if (c_prev > 0 && !warm--)
+					break;
+			}
+		}
+		c_prev = c;
+		prev = now;
+	}
+	kernel = (int64_t)(now - prev - iter) - spin_insns(c_prev, c_now);
+	__atomic_store_n(&s.count, LONG_MAX, __ATOMIC_RELAXED);
+	pthread_join(thread, NULL);
+	if (kernel <= 0) {
+		fprintf(stderr, "preemption: %lld ticks left for the kernel: not QEMU -icount?\n",
+			(long long)kernel);
+		exit(1);
+	}
+	return kernel;
 }
 
 /*
@@ -493,7 +817,7 @@ static void sigtrap_handler(int sig)
 
 /* --- rows ------------------------------------------------------------------ */
 
-enum kind { K_USER, K_SWITCH, K_SIGNAL, K_TRAP };
+enum kind { K_USER, K_SWITCH, K_SIGNAL, K_SYSCALL, K_PREEMPT, K_TRAP };
 
 struct row {
 	const char *id, *group, *label;
@@ -503,10 +827,21 @@ struct row {
 	unsigned long trap_mask;
 	bool skip;
 	int n;
+	int ids_kept;			/* switch rows: windows where cpu_id_start survived */
 	long ops;			/* operations per window */
+	char label_buf[64];
 	uint64_t ticks[MAX_TRIALS];	/* per window */
 	double v[MAX_TRIALS];		/* per operation */
 };
+
+/* A kernel-side operation for each of the five registrations. */
+#define KERNEL_ROWS(name, group, kind)						\
+	{ name "-0", group, "unregistered", kind, REG_NONE },			\
+	{ name "-rs", group, "restartable_sequences()", kind, REG_RS },		\
+	{ name "-v2", group, "rseq() V2 (optimized)", kind, REG_RSEQ_V2 },	\
+	{ name "-32", group, "rseq() 32-byte (legacy)", kind, REG_RSEQ_32 },	\
+	{ name "-rs32", group, "restartable_sequences() + rseq() 32-byte",	\
+	  kind, REG_RS_RSEQ_32 }
 
 static struct row rows[] = {
 	{ "a", "per-CPU add", "restartable_sequences()", K_USER, REG_RS, loop_rs_add },
@@ -518,12 +853,10 @@ static struct row rows[] = {
 	{ "g", "list pop+push", "restartable_sequences()", K_USER, REG_RS, loop_rs_list },
 	{ "h", "list pop+push", "rseq()", K_USER, REG_RSEQ, loop_rseq_list },
 	{ "i", "list pop+push", "pthread mutex", K_USER, REG_NONE, loop_mutex_list },
-	{ "switch-0", "context switch", "unregistered", K_SWITCH, REG_NONE },
-	{ "switch-1", "context switch", "restartable_sequences()", K_SWITCH, REG_RS },
-	{ "switch-2", "context switch", "rseq()", K_SWITCH, REG_RSEQ },
-	{ "signal-0", "signal round trip", "unregistered", K_SIGNAL, REG_NONE },
-	{ "signal-1", "signal round trip", "restartable_sequences()", K_SIGNAL, REG_RS },
-	{ "signal-2", "signal round trip", "rseq()", K_SIGNAL, REG_RSEQ },
+	KERNEL_ROWS("switch", "context switch", K_SWITCH),
+	KERNEL_ROWS("signal", "signal round trip", K_SIGNAL),
+	KERNEL_ROWS("syscall", "null system call", K_SYSCALL),
+	KERNEL_ROWS("preempt", "preemption", K_PREEMPT),
 	{ "trap-rs-out", "int3 + SIGTRAP", "restartable_sequences(), outside a sequence",
 	  K_TRAP, REG_RS, NULL, 0 },
 	{ "trap-rs-in", "int3 + SIGTRAP", "restartable_sequences(), inside: aborted",
@@ -544,24 +877,35 @@ static const char *unit(void)
 static void *row_thread(void *arg)
 {
 	struct row *r = arg;
+	long signals = handled, preemptions = 0;
+	bool ids_kept = false;
+	struct tally t0;
 	uint64_t t;
 	long ops;
 
 	pin_to(bench_cpu);
-	if (register_as(r->reg))
-		abort();
+	register_as(r->reg);
+	take_tally(&t0);
 	switch (r->kind) {
 	case K_USER:
 		t = r->user_loop(user_ops);
 		ops = user_ops;
 		break;
 	case K_SWITCH:
-		t = loop_switch(kernel_ops, r->reg);
+		t = loop_switch(kernel_ops, r->reg, &ids_kept);
 		ops = 2 * kernel_ops;
 		break;
 	case K_SIGNAL:
-		t = loop_signal(kernel_ops, r->reg);
+		t = loop_signal(kernel_ops);
 		ops = kernel_ops;
+		break;
+	case K_SYSCALL:
+		t = loop_syscall(kernel_ops);
+		ops = kernel_ops;
+		break;
+	case K_PREEMPT:
+		t = loop_preempt(r->reg, &preemptions);
+		ops = 2;
 		break;
 	case K_TRAP:
 		t = loop_trap(kernel_ops, r->reg, r->trap_mask);
@@ -570,7 +914,13 @@ static void *row_thread(void *arg)
 	default:
 		abort();
 	}
+	signals = handled - signals;
+	if (r->kind == K_SWITCH)
+		check_sleeps(r->id, r->reg, &t0, kernel_ops);
+	else
+		check_events(r->id, r->reg, &t0, signals + preemptions, signals);
 	unregister_as(r->reg);
+	r->ids_kept += ids_kept;
 	r->ops = ops;
 	r->ticks[r->n] = t;
 	r->v[r->n++] = (double)t / ops;
@@ -661,7 +1011,9 @@ static void report(struct row *r, const char *kernel)
 	print_json_string(r->group);
 	printf(", \"label\": ");
 	print_json_string(r->label);
-	if (r->reg == REG_RS && !rs_ok)
+	printf(", \"registration\": \"%s\", \"rseq_len\": %u", reg_names[r->reg],
+	       rseq_len_of(r->reg));
+	if (uses_rs(r->reg) && !rs_ok)
 		printf(", \"note\": \"fast path only: no kernel support, nothing registered\"");
 	if (lane == LANE_ICOUNT)
 		printf(", \"mode\": %.4f, \"mode_windows\": %d", mode, mode_count);
@@ -687,6 +1039,8 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = count_handler };
+	unsigned long feature_size;
+	bool failed = false;
 	struct utsname uts;
 	char kernel[400];
 	cpu_set_t set;
@@ -735,13 +1089,13 @@ int main(int argc, char **argv)
 	}
 	pin_to(bench_cpu);
 	rs_ok = rs_supported();
-	rseq_ok = !rseq_register_current_thread();
-	if (rseq_ok)
-		rseq_unregister_current_thread();
-	if (!rseq_ok) {
+	if (sys_rseq(RSEQ_LEGACY_LEN, 0) || sys_rseq(RSEQ_LEGACY_LEN, RSEQ_ABI_FLAG_UNREGISTER)) {
 		fprintf(stderr, "rseq() is not available\n");
 		return 4;
 	}
+	feature_size = getauxval(AT_RSEQ_FEATURE_SIZE);
+	if (feature_size > RSEQ_LEGACY_LEN)
+		rseq_v2_len = feature_size;
 	seed_lists();
 	sigaction(SIGUSR1, &sa, NULL);
 	sa.sa_handler = sigtrap_handler;
@@ -752,18 +1106,35 @@ int main(int argc, char **argv)
 	for (i = 0; i < NR_ROWS; i++) {
 		struct row *r = &rows[i];
 
+		if (r->reg == REG_RSEQ) {
+			r->reg = rseq_v2_len ? REG_RSEQ_V2 : REG_RSEQ_32;
+			snprintf(r->label_buf, sizeof(r->label_buf), "%s [%s]", r->label,
+				 rseq_v2_len ? "V2" : "32-byte");
+			r->label = r->label_buf;
+		}
 		if (only && strcmp(only, r->kind == K_USER ? "user" : "kernel"))
 			r->skip = true;
 		/* The kernel side of restartable_sequences() needs the kernel. */
-		if (r->kind != K_USER && r->reg == REG_RS && !rs_ok)
+		if (r->kind != K_USER && uses_rs(r->reg) && !rs_ok)
+			r->skip = true;
+		if (r->reg == REG_RSEQ_V2 && !rseq_v2_len)
+			r->skip = true;
+		/* A partner's instruction is no fixed time. */
+		if (r->kind == K_PREEMPT && lane != LANE_ICOUNT)
 			r->skip = true;
 	}
 
 	printf("restartable_seq_bench: lane %s (%s/op), %s; %s; CPU %d; %d trials, "
-	       "%ld user / %ld kernel operations per window; restartable_sequences() %s\n",
+	       "%ld user / %ld kernel operations per window; restartable_sequences() %s; ",
 	       lane == LANE_ICOUNT ? "icount" : "time", unit(), where, kernel,
 	       bench_cpu, trials, user_ops, kernel_ops,
 	       rs_ok ? "available" : "missing (rows a, g: fast path only)");
+	if (rseq_v2_len)
+		printf("rseq() V2 with rseq_len %u", rseq_v2_len);
+	else
+		printf("rseq() without V2 (AT_RSEQ_FEATURE_SIZE %lu): V2 rows skipped",
+		       feature_size);
+	printf("%s\n", lane == LANE_ICOUNT ? "" : "; preemption rows: icount lane only");
 	for (t = 0; t < trials; t++) {
 		for (i = 0; i < NR_ROWS; i++) {
 			pthread_t thread;
@@ -780,5 +1151,16 @@ int main(int argc, char **argv)
 	for (i = 0; i < NR_ROWS; i++)
 		if (!rows[i].skip)
 			report(&rows[i], kernel);
-	return 0;
+
+	/* V2 leaves the IDs alone after a sleep on the same CPU. */
+	for (i = 0; i < NR_ROWS; i++) {
+		struct row *r = &rows[i];
+
+		if (!r->skip && r->kind == K_SWITCH && r->reg == REG_RSEQ_V2 && !r->ids_kept) {
+			fprintf(stderr, "%s: rseq() V2 check failed: cpu_id_start rewritten after "
+				"the sleeps of every window, as in the legacy mode\n", r->id);
+			failed = true;
+		}
+	}
+	return failed;
 }
