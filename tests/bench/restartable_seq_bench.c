@@ -917,6 +917,9 @@ static void *row_thread(void *arg)
 	signals = handled - signals;
 	if (r->kind == K_SWITCH)
 		check_sleeps(r->id, r->reg, &t0, kernel_ops);
+	else if (r->kind == K_SIGNAL)
+		/* Sent with tgkill(), delivered on its way out: no event. */
+		check_events(r->id, r->reg, &t0, 0, 0);
 	else
 		check_events(r->id, r->reg, &t0, signals + preemptions, signals);
 	unregister_as(r->reg);
