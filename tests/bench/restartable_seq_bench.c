@@ -144,6 +144,7 @@
 #include <linux/sched/types.h>
 #include <sys/auxv.h>
 #include <sys/resource.h>
+#include <sys/personality.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 
@@ -874,6 +875,23 @@ static const char *unit(void)
 	return lane == LANE_ICOUNT ? "instructions" : "ns";
 }
 
+/*
+ * Under icount the guest's clock is its instruction count, so the cycle
+ * of rows keeps a fixed phase against the timer tick, and a row whose
+ * windows line up with the tick has it in every window: its most
+ * frequent window is then a disturbed one. A pseudo-random pause (up to
+ * about a tick) before each row spreads the tick over all windows.
+ */
+static void shift_phase(void)
+{
+	static uint32_t seed = 12345;
+	volatile uint32_t n;
+
+	seed = seed * 1103515245 + 12345;
+	for (n = (seed >> 8) % 300000; n; n--)
+		;
+}
+
 static void *row_thread(void *arg)
 {
 	struct row *r = arg;
@@ -1079,6 +1097,12 @@ int main(int argc, char **argv)
 	/* Each row registers what it uses and nothing more. */
 	if (!getenv("GLIBC_TUNABLES")) {
 		setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0", 1);
+		/*
+		 * The same addresses in every boot: with address space
+		 * randomization the kernel paths of a row (page tables,
+		 * hashes of addresses) differ from boot to boot.
+		 */
+		personality(ADDR_NO_RANDOMIZE);
 		execv("/proc/self/exe", argv);
 		perror("re-exec");
 		return 1;
@@ -1144,6 +1168,7 @@ int main(int argc, char **argv)
 
 			if (rows[i].skip)
 				continue;
+			shift_phase();
 			if (pthread_create(&thread, NULL, row_thread, &rows[i]))
 				abort();
 			pthread_join(thread, NULL);
