@@ -77,56 +77,117 @@ static int misaligned(void *p)
 	return (uintptr_t)p % 8 != 0;
 }
 
+/* A thread's registration as the fuzzer believes it to be */
+struct registration {
+	void *counter;
+	void *post_commit;
+};
+
+/* QUERY stores an address through any pointer it can write to. */
+static int writable(enum kind k)
+{
+	return k == K_VALID || k == K_MISALIGNED;
+}
+
 /* What the ABI says a call returns, given the thread's state. */
 static int expected(int flags, void *counter, enum kind ck, void *post,
-		    enum kind pk, int registered)
+		    enum kind pk, const struct registration *reg)
 {
-	if (flags)
+	switch (flags) {
+	case 0:
+		if (!counter || !post || misaligned(counter) ||
+		    misaligned(post) || counter == post)
+			return -EINVAL;
+		if (reg->counter)
+			return -EBUSY;
+		if (pk != K_VALID || ck != K_VALID)
+			return -EFAULT;
+		return 0;
+	case RESTARTABLE_SEQ_FLAG_UNREGISTER:
+		if (!reg->counter || counter != reg->counter ||
+		    post != reg->post_commit)
+			return -EINVAL;
+		return 0;
+	case RESTARTABLE_SEQ_FLAG_QUERY:
+		if (!reg->counter)
+			return -ENOENT;
+		if (!counter || !post || !writable(ck) || !writable(pk))
+			return -EFAULT;
+		return 0;
+	default:
 		return -EINVAL;
-	if (!counter && !post)
-		return registered ? 0 : -EINVAL;
-	if (!counter || !post || misaligned(counter) || misaligned(post) ||
-	    counter == post)
-		return -EINVAL;
-	if (registered)
-		return -EBUSY;
-	if (pk != K_VALID || ck != K_VALID)
-		return -EFAULT;
-	return 0;
+	}
 }
 
 static void *registration_thread(void *arg)
 {
-	static __thread unsigned long words[4] __aligned(8);
+	/* words[0..3] to register, words[4..9] for QUERY's answers */
+	static __thread unsigned long words[10] __aligned(8);
 	unsigned long state = (uintptr_t)arg * 0x9e3779b97f4a7c15UL + 1;
+	struct registration reg = { NULL, NULL };
 	long i, bad = 0;
-	int registered = 0;
 
 	for (i = 0; i < calls_per_thread; i++) {
 		unsigned long r = next_random(&state);
 		enum kind ck = r % NR_KINDS, pk = (r >> 8) % NR_KINDS;
-		int flags = (r >> 16) % 8 ? 0 : (int)(r >> 32);
+		int flags, query, want, got;
+		void *counter, *post;
+
+		switch ((r >> 16) % 8) {
+		case 0:
+			flags = (int)(r >> 32);
+			break;
+		case 1:
+			flags = RESTARTABLE_SEQ_FLAG_UNREGISTER;
+			break;
+		case 2:
+			flags = RESTARTABLE_SEQ_FLAG_QUERY;
+			break;
+		default:
+			flags = 0;
+		}
+		query = flags == RESTARTABLE_SEQ_FLAG_QUERY;
+		counter = pick(ck, r >> 20, query ? &words[4] : &words[0]);
 		/* Now and then the same word for both. */
-		void *counter = pick(ck, r >> 20, &words[0]);
-		void *post = pick(pk, r >> 24, (r >> 40) % 16 ? &words[2] : &words[0]);
-		int want = expected(flags, counter, ck, post, pk, registered);
-		int got = sys_restartable_sequences(flags, counter, post) ? -errno : 0;
+		post = pick(pk, r >> 24, query ? &words[7] :
+			    (r >> 40) % 16 ? &words[2] : &words[0]);
+		/* Now and then unregister the right words. */
+		if (flags == RESTARTABLE_SEQ_FLAG_UNREGISTER && reg.counter &&
+		    (r >> 44) % 2) {
+			counter = reg.counter;
+			post = reg.post_commit;
+		}
+		want = expected(flags, counter, ck, post, pk, &reg);
+		got = sys_restartable_sequences(flags, counter, post) ? -errno : 0;
 
 		if (got != want) {
 			if (bad++ < 5)
-				printf("mismatch: flags %d counter %p (%d) post %p (%d) registered %d: got %d, want %d\n",
-				       flags, counter, ck, post, pk, registered, got, want);
+				printf("mismatch: flags %d counter %p (%d) post %p (%d) registered %p: got %d, want %d\n",
+				       flags, counter, ck, post, pk, reg.counter, got, want);
 		}
-		if (got == 0)
-			registered = counter != NULL;
-		if (registered && i % 64 == 0) {
+		if (got == 0 && flags == 0) {
+			reg.counter = counter;
+			reg.post_commit = post;
+		} else if (got == 0 && flags == RESTARTABLE_SEQ_FLAG_UNREGISTER) {
+			reg.counter = NULL;
+			reg.post_commit = NULL;
+		} else if (got == 0 && query && ck == K_VALID && pk == K_VALID &&
+			   (*(void **)counter != reg.counter ||
+			    *(void **)post != reg.post_commit)) {
+			if (bad++ < 5)
+				printf("QUERY answered %p %p, registered %p %p\n",
+				       *(void **)counter, *(void **)post,
+				       reg.counter, reg.post_commit);
+		}
+		if (reg.counter && i % 64 == 0) {
 			sched_yield();
 			if (rs_counter_cpu(READ_ONCE(words[0])) >= CPU_SETSIZE)
 				bad++;
 		}
 	}
-	if (registered)
-		sys_restartable_sequences(0, NULL, NULL);
+	if (reg.counter)
+		sys_restartable_sequences(RESTARTABLE_SEQ_FLAG_UNREGISTER,
+					  reg.counter, reg.post_commit);
 	__atomic_fetch_add(&mismatches, bad, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&calls_made, i, __ATOMIC_RELAXED);
 	return NULL;
