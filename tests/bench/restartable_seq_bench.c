@@ -64,8 +64,10 @@
  *   trap-...  int3 with an empty SIGTRAP handler, outside a sequence and
  *             inside one (the kernel aborts it: the handler returns to
  *             the abort address): the difference is the abort path.
- *             For restartable_sequences() and for rseq() (V2 where the
- *             kernel has it, else 32 bytes).
+ *             For restartable_sequences(), registered plain (trap-rs-)
+ *             and with RESTARTABLE_SEQ_FLAG_SIGNED (trap-rss-: the
+ *             kernel checks the abort signature), and for rseq() (V2
+ *             where the kernel has it, else 32 bytes).
  * No sequence makes a system call: the trap rows enter the kernel by an
  * exception (int3), which is what the abort rule allows.
  *
@@ -166,7 +168,8 @@ enum lane { LANE_ICOUNT, LANE_TIME };
  * REG_RSEQ (rows b, h and the rseq() trap rows) becomes REG_RSEQ_V2 or
  * REG_RSEQ_32 when the program starts, by what the kernel offers.
  */
-enum reg { REG_NONE, REG_RS, REG_RSEQ_V2, REG_RSEQ_32, REG_RS_RSEQ_32, REG_RSEQ };
+enum reg { REG_NONE, REG_RS, REG_RSEQ_V2, REG_RSEQ_32, REG_RS_RSEQ_32, REG_RS_SIGNED,
+	   REG_RSEQ };
 
 static const char *const reg_names[] = {
 	[REG_NONE] = "none",
@@ -174,6 +177,7 @@ static const char *const reg_names[] = {
 	[REG_RSEQ_V2] = "rseq-v2",
 	[REG_RSEQ_32] = "rseq-32",
 	[REG_RS_RSEQ_32] = "restartable_sequences+rseq-32",
+	[REG_RS_SIGNED] = "restartable_sequences-signed",
 };
 
 static enum lane lane = LANE_TIME;
@@ -220,7 +224,7 @@ static void pin_to(int cpu)
 
 static bool uses_rs(enum reg reg)
 {
-	return reg == REG_RS || reg == REG_RS_RSEQ_32;
+	return reg == REG_RS || reg == REG_RS_RSEQ_32 || reg == REG_RS_SIGNED;
 }
 
 static unsigned int rseq_len_of(enum reg reg)
@@ -245,9 +249,15 @@ static void register_as(enum reg reg)
 	unsigned int len = rseq_len_of(reg);
 	int ret = 0;
 
-	/* Without kernel support, rows a and g run the fast path alone. */
+	/*
+	 * Without kernel support, rows a and g run the fast path alone, on a
+	 * counter that names CPU 0 so that step 1 lets them through.
+	 */
 	if (uses_rs(reg) && rs_ok)
-		ret = rs_register();
+		ret = rs_register_flags(reg == REG_RS_SIGNED ?
+					RESTARTABLE_SEQ_FLAG_SIGNED : 0);
+	else if (uses_rs(reg))
+		rs_self.counter = 0;
 	if (!ret && len)
 		ret = sys_rseq(len, 0);
 	if (ret) {
@@ -727,13 +737,16 @@ static uint64_t loop_preempt(enum reg reg, long *preemptions)
  * puts the trap inside a sequence, 0 outside one, with the same
  * instructions either way. Inside, the kernel sends the thread to the
  * abort address (RCX) after the handler; outside it resumes after int3.
- * Returns 1 if the sequence was aborted.
+ * The abort address follows the signature, as in restartable_seq.h, so
+ * the same code serves a signed registration.
+ * Returns 1 if the kernel aborted the sequence, 2 if step 4 did (an event
+ * between reading the counter and re-checking it: no trap was taken).
  */
 static inline int trap_rs(unsigned long mask)
 {
 	unsigned long start = rs_counter();
 
-	asm goto("leaq %l[aborted](%%rip), %%rcx\n\t"
+	asm goto("leaq 4f(%%rip), %%rcx\n\t"
 		 "leaq 1f(%%rip), %%rax\n\t"
 		 "andq %[mask], %%rax\n\t"
 		 "movq %%rax, %[post_commit]\n\t"
@@ -744,15 +757,19 @@ static inline int trap_rs(unsigned long mask)
 		 "1: movq $0, %[post_commit]\n\t"
 		 "jmp 3f\n\t"
 		 "2: movq $0, %[post_commit]\n\t"
-		 "jmp %l[aborted]\n\t"
+		 "jmp %l[early]\n\t"
+		 ".long " __rs_str(RESTARTABLE_SEQ_ABORT_SIGNATURE) "\n\t"
+		 "4: jmp %l[aborted]\n\t"
 		 "3:\n\t"
 		 : : [post_commit] "m" (rs_self.post_commit),
 		     [counter] "m" (rs_self.counter), [start] "r" (start),
 		     [mask] "r" (mask)
-		 : "rax", "rcx", "memory", "cc" : aborted);
+		 : "rax", "rcx", "memory", "cc" : aborted, early);
 	return 0;
 aborted:
 	return 1;
+early:
+	return 2;
 }
 
 /*
@@ -794,12 +811,19 @@ static uint64_t loop_trap(long n, enum reg reg, unsigned long mask)
 	uint64_t t0 = 0;
 
 	for (i = 0; i < warm + n; i++) {
+		int ret;
+
 		if (i == warm) {
 			before = handled;
 			aborts = 0;
 			t0 = stamp();
 		}
-		aborts += reg == REG_RS ? trap_rs(mask) : trap_rseq(mask);
+		ret = uses_rs(reg) ? trap_rs(mask) : trap_rseq(mask);
+		/* Step 4 caught an event (a tick) before the trap: again */
+		if (ret == 2)
+			i--;
+		else
+			aborts += ret;
 	}
 	t0 = stamp() - t0;
 	/* Every iteration trapped, and aborted exactly when inside. */
@@ -862,6 +886,10 @@ static struct row rows[] = {
 	  K_TRAP, REG_RS, NULL, 0 },
 	{ "trap-rs-in", "int3 + SIGTRAP", "restartable_sequences(), inside: aborted",
 	  K_TRAP, REG_RS, NULL, ~0UL },
+	{ "trap-rss-out", "int3 + SIGTRAP", "restartable_sequences() signed, outside a sequence",
+	  K_TRAP, REG_RS_SIGNED, NULL, 0 },
+	{ "trap-rss-in", "int3 + SIGTRAP", "restartable_sequences() signed, inside: aborted",
+	  K_TRAP, REG_RS_SIGNED, NULL, ~0UL },
 	{ "trap-rseq-out", "int3 + SIGTRAP", "rseq(), outside a critical section",
 	  K_TRAP, REG_RSEQ, NULL, 0 },
 	{ "trap-rseq-in", "int3 + SIGTRAP", "rseq(), inside: aborted",

@@ -81,6 +81,7 @@ static int misaligned(void *p)
 struct registration {
 	void *counter;
 	void *post_commit;
+	int flags;
 };
 
 /* QUERY stores an address through any pointer it can write to. */
@@ -95,6 +96,7 @@ static int expected(int flags, void *counter, enum kind ck, void *post,
 {
 	switch (flags) {
 	case 0:
+	case RESTARTABLE_SEQ_FLAG_SIGNED:
 		if (!counter || !post || misaligned(counter) ||
 		    misaligned(post) || counter == post)
 			return -EINVAL;
@@ -113,7 +115,7 @@ static int expected(int flags, void *counter, enum kind ck, void *post,
 			return -ENOENT;
 		if (!counter || !post || !writable(ck) || !writable(pk))
 			return -EFAULT;
-		return 0;
+		return reg->flags;
 	default:
 		return -EINVAL;
 	}
@@ -124,18 +126,22 @@ static void *registration_thread(void *arg)
 	/* words[0..3] to register, words[4..9] for QUERY's answers */
 	static __thread unsigned long words[10] __aligned(8);
 	unsigned long state = (uintptr_t)arg * 0x9e3779b97f4a7c15UL + 1;
-	struct registration reg = { NULL, NULL };
+	struct registration reg = { NULL, NULL, 0 };
 	long i, bad = 0;
 
 	for (i = 0; i < calls_per_thread; i++) {
 		unsigned long r = next_random(&state);
 		enum kind ck = r % NR_KINDS, pk = (r >> 8) % NR_KINDS;
 		int flags, query, want, got;
+		long ret;
 		void *counter, *post;
 
 		switch ((r >> 16) % 8) {
 		case 0:
 			flags = (int)(r >> 32);
+			break;
+		case 3:
+			flags = RESTARTABLE_SEQ_FLAG_SIGNED;
 			break;
 		case 1:
 			flags = RESTARTABLE_SEQ_FLAG_UNREGISTER;
@@ -158,20 +164,22 @@ static void *registration_thread(void *arg)
 			post = reg.post_commit;
 		}
 		want = expected(flags, counter, ck, post, pk, &reg);
-		got = sys_restartable_sequences(flags, counter, post) ? -errno : 0;
+		ret = sys_restartable_sequences(flags, counter, post);
+		got = ret < 0 ? -errno : ret;
 
 		if (got != want) {
 			if (bad++ < 5)
 				printf("mismatch: flags %d counter %p (%d) post %p (%d) registered %p: got %d, want %d\n",
 				       flags, counter, ck, post, pk, reg.counter, got, want);
 		}
-		if (got == 0 && flags == 0) {
+		if (got == 0 && (flags == 0 || flags == RESTARTABLE_SEQ_FLAG_SIGNED)) {
 			reg.counter = counter;
 			reg.post_commit = post;
+			reg.flags = flags;
 		} else if (got == 0 && flags == RESTARTABLE_SEQ_FLAG_UNREGISTER) {
 			reg.counter = NULL;
 			reg.post_commit = NULL;
-		} else if (got == 0 && query && ck == K_VALID && pk == K_VALID &&
+		} else if (got >= 0 && query && ck == K_VALID && pk == K_VALID &&
 			   (*(void **)counter != reg.counter ||
 			    *(void **)post != reg.post_commit)) {
 			if (bad++ < 5)
