@@ -187,6 +187,7 @@ static long user_ops = 200000;		/* operations per user-side window */
 static long kernel_ops = 2000;		/* round trips/signals/calls/traps per window */
 static const char *where = "";
 static const char *only;		/* --only user|kernel */
+static unsigned int seed;		/* --seed: the pauses between rows */
 static bool rs_ok;
 static unsigned int rseq_v2_len;	/* 0: the kernel has no V2 mode */
 
@@ -909,14 +910,25 @@ static const char *unit(void)
  * windows line up with the tick has it in every window: its most
  * frequent window is then a disturbed one. A pseudo-random pause (up to
  * about a tick) before each row spreads the tick over all windows.
+ *
+ * The pause depends on the row, the trial and --seed alone, not on which
+ * other rows run: the rows that exist on both kernels get the same pauses
+ * on both. Which undisturbed pattern a row settles in (how the scheduler
+ * interleaves the two threads of a switch or preemption row) still
+ * depends on the whole history of the run, which the restartable
+ * sequences rows lengthen on the patched kernel only; scripts/bench runs
+ * several seeds for that (see scripts/bench-report).
  */
-static void shift_phase(void)
+static void shift_phase(const char *id, int trial)
 {
-	static uint32_t seed = 12345;
+	uint32_t h = 2166136261u ^ (uint32_t)(seed * 2654435761u) ^ (uint32_t)trial;
 	volatile uint32_t n;
 
-	seed = seed * 1103515245 + 12345;
-	for (n = (seed >> 8) % 300000; n; n--)
+	/* FNV-1a over the row's id, then one LCG step */
+	for (; *id; id++)
+		h = (h ^ (unsigned char)*id) * 16777619u;
+	h = h * 1103515245 + 12345;
+	for (n = (h >> 8) % 300000; n; n--)
 		;
 }
 
@@ -1081,7 +1093,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: restartable_seq_bench [--lane icount|time] [--trials N]\n"
 		"       [--user-ops N] [--kernel-ops N] [--cpu N] [--only user|kernel]\n"
-		"       [--where TEXT]\n");
+		"       [--seed N] [--where TEXT]\n");
 	exit(2);
 }
 
@@ -1114,6 +1126,8 @@ int main(int argc, char **argv)
 			bench_cpu = atoi(val);
 		else if (!strcmp(arg, "--only"))
 			only = val;
+		else if (!strcmp(arg, "--seed"))
+			seed = strtoul(val, NULL, 0);
 		else if (!strcmp(arg, "--where"))
 			where = val;
 		else
@@ -1179,10 +1193,10 @@ int main(int argc, char **argv)
 			r->skip = true;
 	}
 
-	printf("restartable_seq_bench: lane %s (%s/op), %s; %s; CPU %d; %d trials, "
+	printf("restartable_seq_bench: lane %s (%s/op), %s; %s; CPU %d; seed %u; %d trials, "
 	       "%ld user / %ld kernel operations per window; restartable_sequences() %s; ",
 	       lane == LANE_ICOUNT ? "icount" : "time", unit(), where, kernel,
-	       bench_cpu, trials, user_ops, kernel_ops,
+	       bench_cpu, seed, trials, user_ops, kernel_ops,
 	       rs_ok ? "available" : "missing (rows a, g: fast path only)");
 	if (rseq_v2_len)
 		printf("rseq() V2 with rseq_len %u", rseq_v2_len);
@@ -1196,7 +1210,7 @@ int main(int argc, char **argv)
 
 			if (rows[i].skip)
 				continue;
-			shift_phase();
+			shift_phase(rows[i].id, t);
 			if (pthread_create(&thread, NULL, row_thread, &rows[i]))
 				abort();
 			pthread_join(thread, NULL);
