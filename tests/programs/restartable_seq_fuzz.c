@@ -77,6 +77,14 @@ static int misaligned(void *p)
 	return (uintptr_t)p % 8 != 0;
 }
 
+/* Do 8-byte words at a and b share a byte? */
+static int overlap(void *a, void *b)
+{
+	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+	return x < y + 8 && y < x + 8;
+}
+
 /* A thread's registration as the fuzzer believes it to be */
 struct registration {
 	void *counter;
@@ -113,6 +121,9 @@ static int expected(int flags, void *counter, enum kind ck, void *post,
 	case RESTARTABLE_SEQ_FLAG_QUERY:
 		if (!reg->counter)
 			return -ENOENT;
+		/* The two answers must not overwrite each other */
+		if (overlap(counter, post))
+			return -EINVAL;
 		if (!counter || !post || !writable(ck) || !writable(pk))
 			return -EFAULT;
 		return reg->flags;
@@ -155,8 +166,9 @@ static void *registration_thread(void *arg)
 		query = flags == RESTARTABLE_SEQ_FLAG_QUERY;
 		counter = pick(ck, r >> 20, query ? &words[4] : &words[0]);
 		/* Now and then the same word for both. */
-		post = pick(pk, r >> 24, query ? &words[7] :
-			    (r >> 40) % 16 ? &words[2] : &words[0]);
+		post = pick(pk, r >> 24, (r >> 40) % 16 ?
+			    (query ? &words[7] : &words[2]) :
+			    (query ? &words[4] : &words[0]));
 		/* Now and then unregister the right words. */
 		if (flags == RESTARTABLE_SEQ_FLAG_UNREGISTER && reg.counter &&
 		    (r >> 44) % 2) {
