@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A stand-in for restartable_sequences() on kernels without it: a seccomp
+ * filter traps the system call and a SIGSYS handler keeps the per-thread
+ * registration as the ABI describes it (register, unregister, query, their
+ * errors; the counter gets the CPU and a new count at registration). It
+ * delivers no events, so it only serves tests of who registers, finds and
+ * unregisters the words, run by one thread pinned to one CPU.
+ */
+#ifndef RS_TEST_FAKE_KERNEL_H
+#define RS_TEST_FAKE_KERNEL_H
+
+#include <stdint.h>
+
+/* restartable_sequences() calls the stand-in answered, by flags. */
+struct fake_kernel_calls {
+	long registrations, unregistrations, queries;
+};
+
+int fake_kernel_install(void);
+void fake_kernel_calls(struct fake_kernel_calls *calls);
+/* The calling thread's registered counter, NULL if none. */
+uint64_t *fake_kernel_registered(void);
+
+#endif /* RS_TEST_FAKE_KERNEL_H */
