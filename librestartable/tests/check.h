@@ -12,10 +12,14 @@
 
 static int check_failed;
 
+/* The first few failures say enough; a storm of them says nothing more. */
+#define CHECK_REPORTS_MAX 10
+
 #define CHECK(cond, ...)						\
 	do {								\
-		if (!(cond)) {						\
-			check_failed = 1;				\
+		if (!(cond) &&						\
+		    __atomic_add_fetch(&check_failed, 1, __ATOMIC_RELAXED) <= \
+			    CHECK_REPORTS_MAX) {			\
 			fprintf(stderr, "# %s:%d: ", __FILE__, __LINE__); \
 			fprintf(stderr, __VA_ARGS__);			\
 			fputc('\n', stderr);				\
@@ -25,8 +29,10 @@ static int check_failed;
 /* For setup steps a test cannot go on without. */
 #define REQUIRE(cond, ...)						\
 	do {								\
-		CHECK(cond, __VA_ARGS__);				\
-		if (!(cond))						\
+		int __ok = !!(cond);					\
+									\
+		CHECK(__ok, __VA_ARGS__);				\
+		if (!__ok)						\
 			exit(1);					\
 	} while (0)
 

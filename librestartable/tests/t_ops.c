@@ -4,7 +4,8 @@
  * operations on the same data), affinity churn and thread churn, in the
  * mode the process gets. Usage: t_ops [seconds]
  *
- * Each worker repeats: an add; an increment by load-compare-store; a pop
+ * Each worker repeats: an add on its CPU and one on a CPU it picks; an
+ * increment by load-compare-store; a pop
  * and a push of a node; an append to a per-CPU log by compare-then-two-
  * stores; an append of a record to a per-CPU ring by memcpy-then-commit;
  * an exchange of the object it holds for the one in its CPU's cache. At
@@ -176,6 +177,13 @@ static void *worker(void *arg)
 	for (i = 0; i < ITERATIONS && !atomic_load(&stop); i++) {
 		CHECK(RETRY(rs_add(add_words, RS_CPU_CURRENT, 1, NULL)) == RS_DONE, "add");
 		adds++;
+		/*
+		 * And on a CPU of our choice: sequences abort unless the thread
+		 * runs there; atomic mode adds from anywhere, so the slot sees
+		 * contention from every CPU.
+		 */
+		if (rs_add(add_words, i % nr_cpus, 1, NULL) == RS_DONE)
+			adds++;
 		do_cmpstore();
 		do_pop_push(slot);
 		do_log();
