@@ -43,6 +43,8 @@ static int child(int fake, enum rs_mode mode, enum rs_owner owner)
 int main(int argc, char **argv)
 {
 	int fake = argc > 1 && !strcmp(argv[1], "--fake-kernel");
+	enum rs_owner owner;
+	enum rs_mode mode;
 	cpu_set_t one;
 	int status;
 	pid_t pid;
@@ -55,10 +57,12 @@ int main(int argc, char **argv)
 	REQUIRE(rs_add(words, RS_CPU_CURRENT, 1, NULL) == RS_DONE, "add");
 	fprintf(stderr, "# mode %s, owner %d\n", rs_mode_name(rs_mode()),
 		rs_thread_owner());
+	mode = rs_mode();
+	owner = rs_thread_owner();
 	pid = fork();
 	REQUIRE(pid >= 0, "fork");
 	if (pid == 0)
-		_exit(child(fake, rs_mode(), rs_thread_owner()));
+		_exit(child(fake, mode, owner));
 	REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed");
 	CHECK(rs_add(words, RS_CPU_CURRENT, 1, NULL) == RS_DONE, "add after fork");
