@@ -6,7 +6,7 @@
 DURATION ?= 600
 CALLS ?= 1000000
 
-.PHONY: run test test-debug shell exec bench stress fuzz mutants model-check check-series checkpatch bot-checks outgoing regression harness-selftests tree export clean help
+.PHONY: run test test-debug shell exec bench stress fuzz mutants model-check lib-check check-series checkpatch bot-checks outgoing regression harness-selftests tree export clean help
 
 help:
 	@sed -n 's/^## //p' $(MAKEFILE_LIST)
@@ -58,6 +58,10 @@ mutants:
 ## model-check   the Promela model of the protocol (spin): holds, and its broken variants fail
 model-check:
 	@scripts/model-check
+
+## lib-check     librestartable/ on the host: build, make install, a pkg-config example, its TAP tests
+lib-check:
+	@scripts/lib-check
 
 ## check-series  build after each patch of the series (bisectability), and with the feature off
 check-series:

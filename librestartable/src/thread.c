@@ -33,9 +33,13 @@
 #include <sys/sysinfo.h>
 #include "internal.h"
 
-/* A static program has no dynamic loader to pin this copy against. */
+/*
+ * A static program has no dynamic loader to pin this copy against: no
+ * _DYNAMIC, and maybe no dladdr() or dlopen() either.
+ */
 #pragma weak dladdr
 #pragma weak dlopen
+extern const char _DYNAMIC[] __attribute__((weak));
 
 /* The words this copy registers when nobody else has; see above. */
 struct rs_words {
@@ -70,7 +74,8 @@ static void rs_pin_this_copy(void)
 #ifdef RS_BREAK_NO_PIN
 	return;
 #endif
-	if (__atomic_exchange_n(&pinned, 1, __ATOMIC_RELAXED) || !dladdr || !dlopen)
+	if (__atomic_exchange_n(&pinned, 1, __ATOMIC_RELAXED) || !_DYNAMIC ||
+	    !dladdr || !dlopen)
 		return;
 	if (dladdr((void *)rs_pin_this_copy, &info) && info.dli_fname)
 		dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
