@@ -25,6 +25,17 @@
 #define __rs_str1(x) #x
 #define __rs_str(x) __rs_str1(x)
 
+#ifdef RS_BREAK_KERNEL_NO_STEP4
+#define KSEQ_STEP4 ""
+#else
+#define KSEQ_STEP4 "cmpq %[start], (%[counter])\n\t" "jne 5f\n\t"
+#endif
+#ifdef RS_BREAK_KERNEL_NO_SIGNATURE
+#define KSEQ_SIGNATURE ""
+#else
+#define KSEQ_SIGNATURE ".long " RS_KERNEL_SIGNATURE "\n"
+#endif
+
 #define KSEQ_BEGIN							\
 	".pushsection __restartable_seq_table, \"aw\"\n\t"		\
 	".balign 8\n\t"							\
@@ -33,15 +44,14 @@
 	"1:\tleaq 4f(%%rip), %%rcx\n\t"					\
 	"leaq 3f(%%rip), %%rax\n\t"					\
 	"movq %%rax, (%[pc])\n\t"					\
-	"cmpq %[start], (%[counter])\n\t"				\
-	"jne 5f\n\t"
+	KSEQ_STEP4
 
 #define KSEQ_END							\
 	"3:\tmovq $0, (%[pc])\n\t"					\
 	".pushsection .text.unlikely.restartable, \"ax\"\n"		\
 	"5:\tmovq $0, (%[pc])\n\t"					\
 	"jmp %l[aborted]\n\t"						\
-	".long " RS_KERNEL_SIGNATURE "\n"				\
+	KSEQ_SIGNATURE							\
 	"4:\tjmp %l[aborted]\n\t"					\
 	".popsection\n\t"
 

@@ -266,29 +266,32 @@ int rs_nr_cpus(void)
 	return rs_cpus;
 }
 
+/* Can the calling thread, set up, run sequences in the process's mode? */
+static int rs_thread_ready(const struct rs_thread_state *t)
+{
+	switch (rs_process_mode) {
+	case RS_MODE_KERNEL:
+		return t->counter && rs_words_registered(t->counter);
+	case RS_MODE_RSEQ:
+		return t->rseq != NULL;
+	default:
+		return 1;
+	}
+}
+
 /*
- * Set the calling thread up now (or again: after the owner of the words it
- * used unregistered them): 0 if it can run sequences, else -errno.
+ * Set the calling thread up now, or again if it cannot run sequences (the
+ * owner of the words it used unregistered them, say): 0 if it can, else
+ * -ENOTSUP. Not in a vfork() child: it would register the parent's words.
  */
 int rs_thread_register(void)
 {
 	struct rs_thread_state *t = &rs_self;
 
-	if (t->set_up && t->counter && !rs_words_registered(t->counter)) {
-		t->counter = NULL;
-		t->post_commit = NULL;
-		t->owner = RS_OWNER_NONE;
-		t->set_up = 0;
-	}
+	if (t->set_up && !rs_thread_ready(t))
+		memset(t, 0, sizeof(*t));
 	rs_thread();
-	switch (rs_process_mode) {
-	case RS_MODE_KERNEL:
-		return t->counter ? 0 : -ENOTSUP;
-	case RS_MODE_RSEQ:
-		return t->rseq ? 0 : -ENOTSUP;
-	default:
-		return 0;
-	}
+	return rs_thread_ready(t) ? 0 : -ENOTSUP;
 }
 
 /*

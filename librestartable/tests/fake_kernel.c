@@ -17,8 +17,12 @@
 
 #define NR_RESTARTABLE_SEQUENCES 473
 
+#define ABORT_SIGNATURE 0x5253b90f
+
 static __thread uint64_t *fake_counter, *fake_post_commit;
 static struct fake_kernel_calls fake_calls;
+static void (*fake_event_handler)(int);
+static long fake_aborts;
 
 static int overlap(const uint64_t *a, const uint64_t *b)
 {
@@ -113,6 +117,49 @@ int fake_kernel_install(void)
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
 		return -errno;
 	return 0;
+}
+
+/* The rule, on the interrupted context, then the handler. */
+static void fake_event(int sig, siginfo_t *info, void *context)
+{
+	greg_t *regs = ((ucontext_t *)context)->uc_mcontext.gregs;
+	static const char bad[] = "fake kernel: no signature before the abort address\n";
+	uint64_t post_commit;
+	uint32_t signature;
+
+	(void)info;
+	if (fake_counter) {
+		*fake_counter = (((*fake_counter >> 32) + 1) << 32) |
+				(uint32_t)sched_getcpu();
+		post_commit = *fake_post_commit;
+		*fake_post_commit = 0;
+		if (post_commit && (uint64_t)regs[REG_RIP] < post_commit) {
+			memcpy(&signature, (void *)(regs[REG_RCX] - 4), 4);
+			if (signature != ABORT_SIGNATURE) {
+				write(2, bad, sizeof(bad) - 1);
+				_exit(3);
+			}
+			regs[REG_RIP] = regs[REG_RCX];
+			__atomic_add_fetch(&fake_aborts, 1, __ATOMIC_RELAXED);
+		}
+	}
+	fake_event_handler(sig);
+}
+
+int fake_kernel_events(int sig, void (*handler)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fake_event;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	fake_event_handler = handler;
+	return sigaction(sig, &sa, NULL) ? -errno : 0;
+}
+
+long fake_kernel_aborts(void)
+{
+	return __atomic_load_n(&fake_aborts, __ATOMIC_RELAXED);
 }
 
 void fake_kernel_calls(struct fake_kernel_calls *calls)

@@ -3,9 +3,9 @@
  * A stand-in for restartable_sequences() on kernels without it: a seccomp
  * filter traps the system call and a SIGSYS handler keeps the per-thread
  * registration as the ABI describes it (register, unregister, query, their
- * errors; the counter gets the CPU and a new count at registration). It
- * delivers no events, so it only serves tests of who registers, finds and
- * unregisters the words, run by one thread pinned to one CPU.
+ * errors; the counter gets the CPU and a new count at registration). Its
+ * only events are the signals fake_kernel_events() names: it serves tests
+ * run by one thread (at a time) pinned to one CPU.
  */
 #ifndef RS_TEST_FAKE_KERNEL_H
 #define RS_TEST_FAKE_KERNEL_H
@@ -18,6 +18,15 @@ struct fake_kernel_calls {
 };
 
 int fake_kernel_install(void);
+/*
+ * Make signal sig an event, as the kernel would: before handler runs, the
+ * counter gets a new count and a sequence the thread was in (instruction
+ * pointer below *post_commit) resumes at its abort address, after the
+ * signature is checked (a wrong one ends the process, status 3).
+ */
+int fake_kernel_events(int sig, void (*handler)(int));
+/* How many sequences the events aborted. */
+long fake_kernel_aborts(void);
 void fake_kernel_calls(struct fake_kernel_calls *calls);
 /* The calling thread's registered counter, NULL if none. */
 uint64_t *fake_kernel_registered(void);

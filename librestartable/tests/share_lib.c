@@ -27,3 +27,8 @@ int share_release(void)
 {
 	return rs_thread_unregister();
 }
+
+int share_register(void)
+{
+	return rs_thread_register();
+}

@@ -3,13 +3,15 @@
  * The process gets the mode it should, and the mode works: usage
  * t_mode kernel|rseq|atomic [--fake-kernel]. With --fake-kernel the
  * system call is answered by tests/fake_kernel.c, and the test also
- * checks the registration's life: made on first use, owned, a new one
- * for each new thread, dropped by rs_thread_unregister().
+ * checks the registration's life (made on first use, owned, a new one
+ * for each new thread, dropped by rs_thread_unregister()) and that the
+ * per-CPU cache sees an event.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include "restartable.h"
 #include "check.h"
@@ -43,6 +45,34 @@ static void *thread_use(void *arg)
 	CHECK(rs_thread_owner() == RS_OWNER_SELF, "thread's owner %d",
 	      rs_thread_owner());
 	return NULL;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * An event between rs_cache_get() and the check: the cache must see it
+ * although the element did not change (the stand-in kernel's events are
+ * the signals).
+ */
+static void check_cache_event(void)
+{
+	static struct rs_percpu_cache cache[CPU_SETSIZE];
+	static char object;
+	struct rs_cache_token token;
+	void *ptr;
+
+	REQUIRE(!fake_kernel_events(SIGUSR1, on_signal), "fake_kernel_events");
+	CHECK(rs_cache_get(cache, RS_CPU_CURRENT, &ptr, &token) == RS_DONE, "get");
+	CHECK(rs_cache_unchanged(&token), "unchanged right after get");
+	raise(SIGUSR1);
+	CHECK(!rs_cache_unchanged(&token), "an event went unseen");
+	CHECK(rs_cache_replace(&token, &object) == RS_ABORTED,
+	      "replace after an event");
+	CHECK(rs_cache_get(cache, RS_CPU_CURRENT, &ptr, &token) == RS_DONE &&
+	      rs_cache_replace(&token, &object) == RS_DONE, "replace");
 }
 
 /* Registration per thread and its end (only with the stand-in kernel). */
@@ -97,7 +127,9 @@ int main(int argc, char **argv)
 	CHECK(rs_mode() == RS_MODE_KERNEL ? ret == RS_DONE : ret == RS_UNAVAILABLE,
 	      "event count: %d", ret);
 	check_table();
-	if (fake)
+	if (fake) {
+		check_cache_event();
 		check_registrations();
+	}
 	return check_result();
 }

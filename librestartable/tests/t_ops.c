@@ -2,16 +2,18 @@
 /*
  * Every operation stays exact under a storm of signals (whose handler runs
  * operations on the same data), affinity churn and thread churn, in the
- * mode the process gets. Usage: t_ops [seconds]
+ * mode the process gets. Usage: t_ops [seconds [--fake-kernel]]; with
+ * the stand-in kernel of fake_kernel.c, whose only events are the signals,
+ * one worker at a time runs kernel-mode sequences, and some must abort.
  *
  * Each worker repeats: an add on its CPU and one on a CPU it picks; an
- * increment by load-compare-store; a pop
- * and a push of a node; an append to a per-CPU log by compare-then-two-
- * stores; an append of a record to a per-CPU ring by memcpy-then-commit;
- * an exchange of the object it holds for the one in its CPU's cache. At
- * the end every total must match the successes counted, every node and
- * object must be in exactly one place, and the newest log and ring
- * entries must be the ones their commits published.
+ * increment by load-compare-store; a pop and a push of a node; an append
+ * to a per-CPU log by compare-then-two-stores; an append of a record to a
+ * per-CPU ring by memcpy-then-commit; an exchange of the object it holds
+ * for the one in its CPU's cache. At the end every total must match the
+ * successes counted, every node and object must be in exactly one place,
+ * and the newest log and ring entries must be the ones their commits
+ * published.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,6 +29,7 @@
 #include <sys/syscall.h>
 #include "restartable.h"
 #include "check.h"
+#include "fake_kernel.h"
 
 #define WORKERS 4
 #define ITERATIONS 3000		/* per worker thread, before it exits */
@@ -60,6 +63,7 @@ static struct cache_object *held[WORKERS];
 static atomic_long adds, handler_adds, cas_ops, log_ops, ring_ops;
 static atomic_int tids[WORKERS];
 static atomic_int stop;
+static int workers = WORKERS;	/* one with the stand-in kernel */
 
 static void *zalloc(size_t size)
 {
@@ -73,17 +77,8 @@ static void *zalloc(size_t size)
 /* Retry an operation until it is not aborted. */
 #define RETRY(op) ({ int __r; do __r = (op); while (__r == RS_ABORTED); __r; })
 
-static void on_signal(int sig)
-{
-	int saved = errno;
-
-	(void)sig;
-	if (RETRY(rs_add(add_words, RS_CPU_CURRENT, 1, NULL)) == RS_DONE)
-		handler_adds++;
-	errno = saved;
-}
-
-static void do_cmpstore(void)
+/* An increment by load-compare-store: 1 if done. */
+static int cmpstore_increment(void)
 {
 	intptr_t v;
 	int cpu, r;
@@ -94,7 +89,24 @@ static void do_cmpstore(void)
 		r = rs_cmpstore(cas_words, cpu, v, v + 1);
 	} while (r == RS_ABORTED || r == RS_COMPARE_FAILED);
 	CHECK(r == RS_DONE, "cmpstore: %d", r);
-	cas_ops++;
+	return r == RS_DONE;
+}
+
+/* The handler changes the words the interrupted code may be changing. */
+static void on_signal(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (RETRY(rs_add(add_words, RS_CPU_CURRENT, 1, NULL)) == RS_DONE)
+		handler_adds++;
+	cas_ops += cmpstore_increment();
+	errno = saved;
+}
+
+static void do_cmpstore(void)
+{
+	cas_ops += cmpstore_increment();
 }
 
 static void do_pop_push(int slot)
@@ -202,7 +214,7 @@ static void *signaller(void *arg)
 
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		tid = atomic_load(&tids[rand_r(&seed) % WORKERS]);
+		tid = atomic_load(&tids[rand_r(&seed) % workers]);
 		if (tid)
 			syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
 		usleep(20);
@@ -219,7 +231,7 @@ static void *mover(void *arg)
 
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		tid = atomic_load(&tids[rand_r(&seed) % WORKERS]);
+		tid = atomic_load(&tids[rand_r(&seed) % workers]);
 		CPU_ZERO(&set);
 		if (rand_r(&seed) % 4 == 0) {
 			for (cpu = 0; cpu < nr_cpus && cpu < CPU_SETSIZE; cpu++)
@@ -294,13 +306,47 @@ static void check_totals(void)
 		      "worker %d holds a bad object", n);
 }
 
+/*
+ * With the stand-in kernel, its events are the signals: one worker at a
+ * time, pinned to CPU 0 like the whole process; the signaller runs on
+ * another CPU, and nobody moves threads.
+ */
+static void use_fake_kernel(void)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	REQUIRE(!sched_setaffinity(0, sizeof(one), &one), "sched_setaffinity");
+	REQUIRE(!fake_kernel_install(), "fake_kernel_install");
+	REQUIRE(!fake_kernel_events(SIGUSR1, on_signal), "fake_kernel_events");
+	workers = 1;
+}
+
+static void *fake_kernel_signaller(void *arg)
+{
+	cpu_set_t other;
+
+	CPU_ZERO(&other);
+	CPU_SET(1, &other);
+	if (nr_cpus > 1)
+		sched_setaffinity(0, sizeof(other), &other);
+	return signaller(arg);
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 3;
+	int fake = argc > 2 && !strcmp(argv[2], "--fake-kernel");
 	pthread_t threads[WORKERS], sig_thread, move_thread;
 	struct timespec t0, now;
-	int cpu, i, finished[WORKERS] = { 0 }, left = WORKERS;
+	int cpu, i, finished[WORKERS] = { 0 }, left;
 
+	if (fake)
+		use_fake_kernel();
+	else
+		signal(SIGUSR1, on_signal);
+	left = workers;
 	nr_cpus = rs_nr_cpus();
 	fprintf(stderr, "# mode %s, %d CPUs, %.1f s\n", rs_mode_name(rs_mode()),
 		nr_cpus, seconds);
@@ -329,16 +375,17 @@ int main(int argc, char **argv)
 	}
 
 	REQUIRE(rs_thread_register() == 0, "rs_thread_register");
-	signal(SIGUSR1, on_signal);
-	pthread_create(&sig_thread, NULL, signaller, NULL);
-	pthread_create(&move_thread, NULL, mover, NULL);
+	pthread_create(&sig_thread, NULL, fake ? fake_kernel_signaller : signaller,
+		       NULL);
+	if (!fake)
+		pthread_create(&move_thread, NULL, mover, NULL);
 
 	/* Thread churn: a worker that finished its iterations is replaced. */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (i = 0; i < WORKERS; i++)
+	for (i = 0; i < workers; i++)
 		pthread_create(&threads[i], NULL, worker, (void *)(intptr_t)i);
 	while (left) {
-		for (i = 0; i < WORKERS; i++) {
+		for (i = 0; i < workers; i++) {
 			if (finished[i])
 				continue;
 			pthread_join(threads[i], NULL);
@@ -354,7 +401,13 @@ int main(int argc, char **argv)
 	}
 	atomic_store(&stop, 1);
 	pthread_join(sig_thread, NULL);
-	pthread_join(move_thread, NULL);
+	if (!fake)
+		pthread_join(move_thread, NULL);
 	check_totals();
+	if (fake) {
+		fprintf(stderr, "# %ld sequences aborted by events\n",
+			fake_kernel_aborts());
+		CHECK(fake_kernel_aborts() > 0, "no event aborted a sequence");
+	}
 	return check_result();
 }

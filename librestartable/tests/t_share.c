@@ -13,6 +13,9 @@
  *	through the exported pointers, without a system call.
  *  program-last: A registers; the program's copy, loaded later, finds the
  *	words and does not own them.
+ *  owner-leaves: A unregisters; B then reports RS_UNAVAILABLE, registers
+ *	its own words when its thread calls rs_thread_register(), and A uses
+ *	them.
  *
  * Usage: t_share (every scenario, each in a child process).
  */
@@ -37,6 +40,7 @@ struct copy {
 	void *handle;
 	void (*use)(struct rs_percpu_word *words, struct share_report *report);
 	int (*release)(void);
+	int (*reg)(void);
 };
 
 static struct rs_percpu_word words[CPU_SETSIZE];
@@ -59,7 +63,8 @@ static void load(struct copy *c, const char *file)
 	c->use = (void (*)(struct rs_percpu_word *, struct share_report *))
 		dlsym(c->handle, "share_use");
 	c->release = (int (*)(void))dlsym(c->handle, "share_release");
-	REQUIRE(c->use && c->release, "dlsym in %s", file);
+	c->reg = (int (*)(void))dlsym(c->handle, "share_register");
+	REQUIRE(c->use && c->release && c->reg, "dlsym in %s", file);
 }
 
 /* One add through the copy: done, by the owner expected. */
@@ -181,6 +186,30 @@ static void program_last(void)
 	check_sum();
 }
 
+/*
+ * The owner unregisters: the other copy cannot run sequences on the dead
+ * words, and registers its own when its thread asks.
+ */
+static void owner_leaves(int unused)
+{
+	struct share_report r;
+	struct copy a, b;
+
+	(void)unused;
+	load(&a, "libshare_a.so");
+	load(&b, "libshare_b.so");
+	use(&a, RS_OWNER_SELF);
+	use(&b, RS_OWNER_OTHER);
+	CHECK(a.release() == 1, "the owner did not unregister");
+	CHECK(!fake_kernel_registered(), "still registered");
+	b.use(words, &r);
+	CHECK(r.result == RS_UNAVAILABLE, "B used unregistered words: %d", r.result);
+	CHECK(b.reg() == 0, "B could not register");
+	use(&b, RS_OWNER_SELF);
+	use(&a, RS_OWNER_OTHER);
+	check_sum();
+}
+
 static int run(const char *name, void (*scenario)(int), int arg)
 {
 	int status;
@@ -225,5 +254,6 @@ int main(void)
 	run("copies-b-a", copies, 0);
 	run("program-first", program_first_scenario, 0);
 	run("program-last", program_last_scenario, 0);
+	run("owner-leaves", owner_leaves, 0);
 	return check_result();
 }
