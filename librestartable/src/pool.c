@@ -179,7 +179,8 @@ static void rs_pool_put(struct rs_pool *pool, struct rs_node *node)
 	}
 	/* The count may miss an update after an abort: it only paces drains. */
 	if (rs_add(pool->percpu_count, cpu, 1, NULL) == RS_DONE &&
-	    pool->percpu_count[cpu].value > RS_POOL_PERCPU_MAX)
+	    __atomic_load_n(&pool->percpu_count[cpu].value, __ATOMIC_RELAXED) >
+		    RS_POOL_PERCPU_MAX)
 		rs_pool_drain(pool, cpu);
 }
 
@@ -202,6 +203,7 @@ static struct rs_node *rs_pool_refill(struct rs_pool *pool)
 void *rs_pool_alloc(struct rs_pool *pool, size_t size)
 {
 	struct rs_node *node = NULL;
+	ssize_t index;
 	int cpu = 0, ret;
 
 	if (!rs_pool_valid(pool) || size > pool->object_size) {
@@ -225,9 +227,13 @@ void *rs_pool_alloc(struct rs_pool *pool, size_t size)
 		}
 		break;
 	}
-	if (rs_pool_mark(pool, rs_pool_index(pool, node), 1)) {
-		/* Only a bug in the pool can get here; do not spread it. */
-		fprintf(stderr, "librestartable: pool %p handed out %p twice\n",
+	index = rs_pool_index(pool, node);
+	if (index < 0 || rs_pool_mark(pool, index, 1)) {
+		/*
+		 * A free list held a foreign or an allocated object: something
+		 * wrote to a freed object. Do not spread the damage.
+		 */
+		fprintf(stderr, "librestartable: pool %p is corrupted at %p\n",
 			(void *)pool, (void *)node);
 		abort();
 	}

@@ -71,14 +71,14 @@ static void on_signal(int sig)
 static void *worker(void *arg)
 {
 	int slot = (int)(intptr_t)arg, n = 0, who = slot + 1;
-	unsigned int seed = slot;
+	unsigned int rng = slot;
 	void *held[HELD_MAX];
 
 	CHECK(rs_thread_register() == 0, "rs_thread_register");
 	atomic_store(&tids[slot], (int)syscall(SYS_gettid));
 	while (!atomic_load(&stop)) {
-		if (n < HELD_MAX && (n == 0 || rand_r(&seed) % 2)) {
-			held[n] = rs_pool_alloc(pool, 1 + rand_r(&seed) % OBJECT_SIZE);
+		if (n < HELD_MAX && (n == 0 || rand_r(&rng) % 2)) {
+			held[n] = rs_pool_alloc(pool, 1 + rand_r(&rng) % OBJECT_SIZE);
 			if (held[n])
 				take(held[n++], who);
 			else
@@ -95,18 +95,18 @@ static void *worker(void *arg)
 
 static void *disturber(void *arg)
 {
-	unsigned int seed = 3;
+	unsigned int rng = 3;
 	cpu_set_t set;
 	int tid;
 
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		tid = atomic_load(&tids[rand_r(&seed) % WORKERS]);
+		tid = atomic_load(&tids[rand_r(&rng) % WORKERS]);
 		if (tid) {
 			syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
 			CPU_ZERO(&set);
-			CPU_SET(rand_r(&seed) % rs_nr_cpus(), &set);
-			if (rand_r(&seed) % 3)
+			CPU_SET(rand_r(&rng) % rs_nr_cpus(), &set);
+			if (rand_r(&rng) % 3)
 				sched_setaffinity(tid, sizeof(set), &set);
 		}
 		usleep(50);

@@ -209,12 +209,12 @@ static void *worker(void *arg)
 /* Signals to random workers, every few microseconds. */
 static void *signaller(void *arg)
 {
-	unsigned int seed = 1;
+	unsigned int rng = 1;
 	int tid;
 
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		tid = atomic_load(&tids[rand_r(&seed) % workers]);
+		tid = atomic_load(&tids[rand_r(&rng) % workers]);
 		if (tid)
 			syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
 		usleep(20);
@@ -225,19 +225,19 @@ static void *signaller(void *arg)
 /* Move random workers to random CPUs, or let them run anywhere. */
 static void *mover(void *arg)
 {
-	unsigned int seed = 2;
+	unsigned int rng = 2;
 	cpu_set_t set;
 	int tid, cpu;
 
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		tid = atomic_load(&tids[rand_r(&seed) % workers]);
+		tid = atomic_load(&tids[rand_r(&rng) % workers]);
 		CPU_ZERO(&set);
-		if (rand_r(&seed) % 4 == 0) {
+		if (rand_r(&rng) % 4 == 0) {
 			for (cpu = 0; cpu < nr_cpus && cpu < CPU_SETSIZE; cpu++)
 				CPU_SET(cpu, &set);
 		} else {
-			CPU_SET(rand_r(&seed) % nr_cpus, &set);
+			CPU_SET(rand_r(&rng) % nr_cpus, &set);
 		}
 		if (tid)
 			sched_setaffinity(tid, sizeof(set), &set);
