@@ -13,7 +13,8 @@
  * for the one in its CPU's cache. At the end every total must match the
  * successes counted, every node and object must be in exactly one place,
  * and the newest log and ring entries must be the ones their commits
- * published.
+ * published (all but the oldest, whose slot the stores of an aborted
+ * attempt at the next entry may have overwritten).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -257,13 +258,17 @@ static void check_totals(void)
 		cas_sum += cas_words[cpu].value;
 		log_sum += log_words[cpu].value;
 		ring_sum += ring_words[cpu].value;
+		/*
+		 * The newest LOG_LEN - 1 entries: the slot of the next one (and
+		 * of the oldest) may hold the stores of an aborted attempt.
+		 */
 		i = log_words[cpu].value;
-		for (j = i > LOG_LEN ? i - LOG_LEN : 0; j < i; j++)
+		for (j = i >= LOG_LEN ? i - LOG_LEN + 1 : 0; j < i; j++)
 			CHECK(logs[cpu][j % LOG_LEN] == j,
 			      "log of CPU %d: entry %td holds %td", cpu, j,
 			      logs[cpu][j % LOG_LEN]);
 		i = ring_words[cpu].value;
-		for (j = i > LOG_LEN ? i - LOG_LEN : 0; j < i; j++) {
+		for (j = i >= LOG_LEN ? i - LOG_LEN + 1 : 0; j < i; j++) {
 			struct record *rec = &rings[cpu][j % LOG_LEN];
 
 			CHECK(rec->index == j && rec->fill[0] == (j & 0xff) &&
