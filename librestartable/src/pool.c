@@ -34,9 +34,8 @@ struct rs_pool {
 	uint64_t *allocated;			/* one bit per object */
 	struct rs_percpu_list *percpu_free;
 	struct rs_percpu_word *percpu_count;	/* about the list lengths */
-	pthread_mutex_t lock;			/* protects the two below */
+	pthread_mutex_t lock;			/* protects shared_free */
 	struct rs_node *shared_free;
-	size_t shared_count;
 };
 
 static int rs_pool_valid(const struct rs_pool *pool)
@@ -93,7 +92,6 @@ struct rs_pool *rs_pool_create(size_t object_size, size_t nr_objects)
 		node->next = pool->shared_free;
 		pool->shared_free = node;
 	}
-	pool->shared_count = nr_objects;
 	pool->magic = RS_POOL_MAGIC;
 	return pool;
 }
@@ -149,7 +147,6 @@ static struct rs_node *rs_pool_take_shared(struct rs_pool *pool, size_t max)
 		for (last = first; n < max && last->next; n++)
 			last = last->next;
 		pool->shared_free = last->next;
-		pool->shared_count -= n;
 		last->next = NULL;
 	}
 	pthread_mutex_unlock(&pool->lock);
@@ -161,7 +158,6 @@ static void rs_pool_give_shared(struct rs_pool *pool, struct rs_node *node)
 	pthread_mutex_lock(&pool->lock);
 	node->next = pool->shared_free;
 	pool->shared_free = node;
-	pool->shared_count++;
 	pthread_mutex_unlock(&pool->lock);
 }
 
