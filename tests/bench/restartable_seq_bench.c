@@ -64,10 +64,9 @@
  *   trap-...  int3 with an empty SIGTRAP handler, outside a sequence and
  *             inside one (the kernel aborts it: the handler returns to
  *             the abort address): the difference is the abort path.
- *             For restartable_sequences(), registered plain (trap-rs-)
- *             and with RESTARTABLE_SEQ_FLAG_SIGNED (trap-rss-: the
- *             kernel checks the abort signature), and for rseq() (V2
- *             where the kernel has it, else 32 bytes).
+ *             For restartable_sequences() (trap-rs-: the kernel checks
+ *             the abort signature) and for rseq() (V2 where the kernel
+ *             has it, else 32 bytes).
  * No sequence makes a system call: the trap rows enter the kernel by an
  * exception (int3), which is what the abort rule allows.
  *
@@ -168,8 +167,7 @@ enum lane { LANE_ICOUNT, LANE_TIME };
  * REG_RSEQ (rows b, h and the rseq() trap rows) becomes REG_RSEQ_V2 or
  * REG_RSEQ_32 when the program starts, by what the kernel offers.
  */
-enum reg { REG_NONE, REG_RS, REG_RSEQ_V2, REG_RSEQ_32, REG_RS_RSEQ_32, REG_RS_SIGNED,
-	   REG_RSEQ };
+enum reg { REG_NONE, REG_RS, REG_RSEQ_V2, REG_RSEQ_32, REG_RS_RSEQ_32, REG_RSEQ };
 
 static const char *const reg_names[] = {
 	[REG_NONE] = "none",
@@ -177,7 +175,6 @@ static const char *const reg_names[] = {
 	[REG_RSEQ_V2] = "rseq-v2",
 	[REG_RSEQ_32] = "rseq-32",
 	[REG_RS_RSEQ_32] = "restartable_sequences+rseq-32",
-	[REG_RS_SIGNED] = "restartable_sequences-signed",
 };
 
 static enum lane lane = LANE_TIME;
@@ -225,7 +222,7 @@ static void pin_to(int cpu)
 
 static bool uses_rs(enum reg reg)
 {
-	return reg == REG_RS || reg == REG_RS_RSEQ_32 || reg == REG_RS_SIGNED;
+	return reg == REG_RS || reg == REG_RS_RSEQ_32;
 }
 
 static unsigned int rseq_len_of(enum reg reg)
@@ -255,8 +252,7 @@ static void register_as(enum reg reg)
 	 * counter that names CPU 0 so that step 1 lets them through.
 	 */
 	if (uses_rs(reg) && rs_ok)
-		ret = rs_register_flags(reg == REG_RS_SIGNED ?
-					RESTARTABLE_SEQ_FLAG_SIGNED : 0);
+		ret = rs_register();
 	else if (uses_rs(reg))
 		rs_self.counter = 0;
 	if (!ret && len)
@@ -738,8 +734,7 @@ static uint64_t loop_preempt(enum reg reg, long *preemptions)
  * puts the trap inside a sequence, 0 outside one, with the same
  * instructions either way. Inside, the kernel sends the thread to the
  * abort address (RCX) after the handler; outside it resumes after int3.
- * The abort address follows the signature, as in restartable_seq.h, so
- * the same code serves a signed registration.
+ * The abort address follows the signature, as in restartable_seq.h.
  * Returns 1 if the kernel aborted the sequence, 2 if step 4 did (an event
  * between reading the counter and re-checking it: no trap was taken).
  */
@@ -887,10 +882,6 @@ static struct row rows[] = {
 	  K_TRAP, REG_RS, NULL, 0 },
 	{ "trap-rs-in", "int3 + SIGTRAP", "restartable_sequences(), inside: aborted",
 	  K_TRAP, REG_RS, NULL, ~0UL },
-	{ "trap-rss-out", "int3 + SIGTRAP", "restartable_sequences() signed, outside a sequence",
-	  K_TRAP, REG_RS_SIGNED, NULL, 0 },
-	{ "trap-rss-in", "int3 + SIGTRAP", "restartable_sequences() signed, inside: aborted",
-	  K_TRAP, REG_RS_SIGNED, NULL, ~0UL },
 	{ "trap-rseq-out", "int3 + SIGTRAP", "rseq(), outside a critical section",
 	  K_TRAP, REG_RSEQ, NULL, 0 },
 	{ "trap-rseq-in", "int3 + SIGTRAP", "rseq(), inside: aborted",

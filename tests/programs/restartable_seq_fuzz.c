@@ -12,7 +12,8 @@
  * address into RCX and a random value into *post_commit, and wait in a
  * loop for an event (a timer signal arrives every millisecond). Each must
  * end as the rule says: carry on (no sequence), land on the abort
- * address, or die of SIGSEGV (a bad abort address).
+ * address, or die of SIGSEGV (a bad abort address, or one that does not
+ * follow the signature).
  *
  * Exits 1 on any mismatch.
  */
@@ -89,7 +90,6 @@ static int overlap(void *a, void *b)
 struct registration {
 	void *counter;
 	void *post_commit;
-	int flags;
 };
 
 /* QUERY stores an address through any pointer it can write to. */
@@ -104,7 +104,6 @@ static int expected(int flags, void *counter, enum kind ck, void *post,
 {
 	switch (flags) {
 	case 0:
-	case RESTARTABLE_SEQ_FLAG_SIGNED:
 		if (!counter || !post || misaligned(counter) ||
 		    misaligned(post) || counter == post)
 			return -EINVAL;
@@ -119,14 +118,14 @@ static int expected(int flags, void *counter, enum kind ck, void *post,
 			return -EINVAL;
 		return 0;
 	case RESTARTABLE_SEQ_FLAG_QUERY:
-		if (!reg->counter)
-			return -ENOENT;
-		/* The two answers must not overwrite each other */
+		/* The two answers must not overwrite each other: checked first */
 		if (overlap(counter, post))
 			return -EINVAL;
+		if (!reg->counter)
+			return -ENOENT;
 		if (!counter || !post || !writable(ck) || !writable(pk))
 			return -EFAULT;
-		return reg->flags;
+		return 0;
 	default:
 		return -EINVAL;
 	}
@@ -137,7 +136,7 @@ static void *registration_thread(void *arg)
 	/* words[0..3] to register, words[4..9] for QUERY's answers */
 	static __thread unsigned long words[10] __aligned(8);
 	unsigned long state = (uintptr_t)arg * 0x9e3779b97f4a7c15UL + 1;
-	struct registration reg = { NULL, NULL, 0 };
+	struct registration reg = { NULL, NULL };
 	long i, bad = 0;
 
 	for (i = 0; i < calls_per_thread; i++) {
@@ -152,7 +151,8 @@ static void *registration_thread(void *arg)
 			flags = (int)(r >> 32);
 			break;
 		case 3:
-			flags = RESTARTABLE_SEQ_FLAG_SIGNED;
+			/* The bit above the flags, alone */
+			flags = 4;
 			break;
 		case 1:
 			flags = RESTARTABLE_SEQ_FLAG_UNREGISTER;
@@ -184,10 +184,9 @@ static void *registration_thread(void *arg)
 				printf("mismatch: flags %d counter %p (%d) post %p (%d) registered %p: got %d, want %d\n",
 				       flags, counter, ck, post, pk, reg.counter, got, want);
 		}
-		if (got == 0 && (flags == 0 || flags == RESTARTABLE_SEQ_FLAG_SIGNED)) {
+		if (got == 0 && flags == 0) {
 			reg.counter = counter;
 			reg.post_commit = post;
-			reg.flags = flags;
 		} else if (got == 0 && flags == RESTARTABLE_SEQ_FLAG_UNREGISTER) {
 			reg.counter = NULL;
 			reg.post_commit = NULL;
@@ -213,7 +212,7 @@ static void *registration_thread(void *arg)
 	return NULL;
 }
 
-extern const char fuzz_landing[];
+extern const char fuzz_landing[], fuzz_unsigned_landing[];
 
 enum outcome { CARRY_ON, LANDED, SIGSEGV_DEATH, OTHER };
 
@@ -224,7 +223,8 @@ static void empty_handler(int sig)
 /*
  * In a child: register, put abort_ip in RCX and post_commit_value in
  * *post_commit, and wait for an event. Exits 0 if the loop saw the
- * counter change (no abort), 3 if it landed on fuzz_landing.
+ * counter change (no abort), 3 if it landed on fuzz_landing (behind the
+ * signature), 4 if on fuzz_unsigned_landing (behind none).
  */
 static noinline void abort_child(unsigned long abort_ip, unsigned long post_commit_value)
 {
@@ -242,9 +242,15 @@ static noinline void abort_child(unsigned long abort_ip, unsigned long post_comm
 		     "je 1b\n\t"
 		     "movq $0, %[post_commit]\n\t"
 		     "jmp 2f\n\t"
+		     RS_SIGNATURE
 		     "fuzz_landing:\n\t"
 		     "movl $60, %%eax\n\t"	/* exit(3) */
 		     "movl $3, %%edi\n\t"
+		     "syscall\n\t"
+		     ".long 0\n\t"
+		     "fuzz_unsigned_landing:\n\t"
+		     "movl $60, %%eax\n\t"	/* exit(4) */
+		     "movl $4, %%edi\n\t"
 		     "syscall\n\t"
 		     "2:\n\t"
 		     : [post_commit] "+m" (rs_self.post_commit)
@@ -265,8 +271,14 @@ static int run_abort_case(unsigned long r)
 	enum outcome want, got;
 	pid_t pid;
 
-	good_ip = r % 2;
-	abort_ip = good_ip ? (unsigned long)fuzz_landing : bad_ips[(r >> 1) % 5];
+	/* Behind the signature, behind none, or not a user address */
+	good_ip = r % 3 == 0;
+	if (good_ip)
+		abort_ip = (unsigned long)fuzz_landing;
+	else if (r % 3 == 1)
+		abort_ip = (unsigned long)fuzz_unsigned_landing;
+	else
+		abort_ip = bad_ips[(r >> 1) % 5];
 	switch ((r >> 4) % 3) {
 	case 0:
 		value = 0;			/* no sequence */
