@@ -96,6 +96,6 @@ tree:
 export:
 	@scripts/export
 
-## clean         remove build/ (every base's tree: export your work first; the ccache, the 7.3 source)
+## clean         remove build/ (every base's tree: export your work first; the 7.3 source)
 clean:
 	rm -rf build

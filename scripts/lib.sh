@@ -54,12 +54,13 @@ rel() {
 	echo "${1#"$top"/}"
 }
 
-# make for kernel builds, through ccache with its cache in build/ccache,
-# one for both bases: the builds of check-series, the feature-off build
-# and the mutants share most of their objects, and the two bases whatever
-# compiles the same in both. CCACHE_BASEDIR makes the paths under build/
-# relative, so object directories side by side (build/7.3/obj and
-# build/6.12/obj, each beside its tree) share entries.
+# make for kernel builds, through ccache with its cache where ccache keeps
+# it by default (~/.cache/ccache, or CCACHE_DIR), one for both bases and
+# every clone: the builds of check-series, the feature-off build and the
+# mutants share most of their objects, and the two bases whatever compiles
+# the same in both. CCACHE_BASEDIR makes the paths under build/ relative,
+# so object directories side by side (build/7.3/obj and build/6.12/obj,
+# each beside its tree), and another clone's, share entries.
 # The compiler follows LLVM= (LLVM=-16: clang-16) and CROSS_COMPILE= from
 # the environment, as the kernel's own Makefile would choose it.
 kmake() {
@@ -69,7 +70,7 @@ kmake() {
 	elif [ -n "${CROSS_COMPILE:-}" ]; then
 		cc=${CROSS_COMPILE}gcc
 	fi
-	CCACHE_DIR="$build_root/ccache" CCACHE_BASEDIR="$build_root" CCACHE_MAXSIZE=10G \
+	CCACHE_BASEDIR="$build_root" CCACHE_MAXSIZE=10G \
 		make CC="ccache $cc" HOSTCC="ccache gcc" "$@"
 }
 
