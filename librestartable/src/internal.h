@@ -21,6 +21,25 @@
 #define RS_KERNEL_SIGNATURE "0x5253b90f"
 #define RS_RSEQ_SIGNATURE "0x53053053"
 
+/*
+ * The work of a memcpy-then-commit sequence, the same in both modes:
+ * copy %[len] bytes from %[src] to %[dst] one by one (a sequence makes no
+ * call), then the commit, %[newv] into %[v]. Clobbers rax, rdi, rsi, rdx.
+ */
+#define RS_ASM_COPY_THEN_COMMIT				\
+	"movq %[dst], %%rdi\n\t"				\
+	"movq %[src], %%rsi\n\t"				\
+	"movq %[len], %%rdx\n\t"				\
+	"testq %%rdx, %%rdx\n\t"				\
+	"jz 8f\n"						\
+	"7:\tmovb (%%rsi), %%al\n\t"				\
+	"movb %%al, (%%rdi)\n\t"				\
+	"incq %%rsi\n\t"					\
+	"incq %%rdi\n\t"					\
+	"decq %%rdx\n\t"					\
+	"jnz 7b\n"						\
+	"8:\tmovq %[newv], (%[v])\n\t"
+
 /* Per-thread state of this copy of the library. */
 struct rs_thread_state {
 	uint64_t *counter;	/* the registered words this copy uses, */

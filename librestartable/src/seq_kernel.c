@@ -181,18 +181,7 @@ int rs_k_memcpy_commit(uint64_t *counter, uint64_t *pc, uint64_t start,
 	__asm__ goto(KSEQ_BEGIN
 		 "cmpq %[expect], (%[v])\n\t"
 		 "jne 6f\n\t"
-		 "movq %[dst], %%rdi\n\t"
-		 "movq %[src], %%rsi\n\t"
-		 "movq %[len], %%rdx\n\t"
-		 "testq %%rdx, %%rdx\n\t"
-		 "jz 8f\n"
-		 "7:\tmovb (%%rsi), %%al\n\t"
-		 "movb %%al, (%%rdi)\n\t"
-		 "incq %%rsi\n\t"
-		 "incq %%rdi\n\t"
-		 "decq %%rdx\n\t"
-		 "jnz 7b\n"
-		 "8:\tmovq %[newv], (%[v])\n\t"
+		 RS_ASM_COPY_THEN_COMMIT
 		 KSEQ_END_FAILED
 		 : /* no outputs */
 		 : KSEQ_OPERANDS, [v] "r" (v), [expect] "r" (expect),

@@ -161,18 +161,7 @@ int rs_r_memcpy_commit(struct rseq_area *rs, uint32_t cpu, intptr_t *v,
 	__asm__ goto(RSEQ_BEGIN
 		 "cmpq %[expect], (%[v])\n\t"
 		 "jne %l[failed]\n\t"
-		 "movq %[dst], %%rdi\n\t"
-		 "movq %[src], %%rsi\n\t"
-		 "movq %[len], %%rdx\n\t"
-		 "testq %%rdx, %%rdx\n\t"
-		 "jz 8f\n"
-		 "7:\tmovb (%%rsi), %%al\n\t"
-		 "movb %%al, (%%rdi)\n\t"
-		 "incq %%rsi\n\t"
-		 "incq %%rdi\n\t"
-		 "decq %%rdx\n\t"
-		 "jnz 7b\n"
-		 "8:\tmovq %[newv], (%[v])\n\t"
+		 RS_ASM_COPY_THEN_COMMIT
 		 RSEQ_END
 		 : /* no outputs */
 		 : RSEQ_OPERANDS, [v] "r" (v), [expect] "r" (expect),
