@@ -1,0 +1,65 @@
+#!/bin/sh
+# A program run under strace -f gets the same verdict as without it:
+#   restartable_seq_strace_test.sh [PROGRAM [ARG...]]
+# (default ./restartable_seq_percpu_test, run in /tests/rseq). strace
+# stops the threads at every system call's entry and exit; those stops
+# are no events (the thread is in a system call, not interrupted in user
+# mode), and its signal-delivery-stops apply the abort check first, so no
+# per-CPU operation may lose or double an update under strace.
+# Both runs must exit 0 and report no failed subtest ("not ok"), and both
+# must report the same number of passed subtests (at least one).
+# One TAP line per run; the program's output follows as comments.
+set -eu
+
+[ $# -gt 0 ] || set -- ./restartable_seq_percpu_test
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+
+# report NAME WHY: one TAP line, WHY empty means passed.
+report() {
+	n=$((n + 1))
+	if [ -z "$2" ]; then
+		echo "ok $n $1"
+	else
+		echo "# $1: $2"
+		echo "not ok $n $1"
+		failed=1
+	fi
+}
+
+# verdict LOG STATUS: why a run that printed LOG and exited with STATUS
+# did not pass, or nothing.
+verdict() {
+	if [ "$2" != 0 ]; then
+		echo "exit status $2"
+	elif grep -Eq '^ *not ok ' "$1"; then
+		echo "failed subtests: $(grep -E '^ *not ok ' "$1" | tr '\n' ';')"
+	elif ! grep -Eq '^ *ok ' "$1"; then
+		echo "no passed subtest"
+	fi
+}
+
+# The program's results are nested as comments: its own "ok" lines must
+# not count as results of this test.
+plain=0
+"$@" >"$tmp/plain.log" 2>&1 || plain=$?
+sed 's/^/# /' "$tmp/plain.log"
+report without_strace "$(verdict "$tmp/plain.log" "$plain")"
+
+# strace's trace goes to /dev/null: only the tracing matters, and the
+# program's own output stays readable.
+traced=0
+strace -f -o /dev/null "$@" >"$tmp/traced.log" 2>&1 || traced=$?
+sed 's/^/# /' "$tmp/traced.log"
+why=$(verdict "$tmp/traced.log" "$traced")
+passed_plain=$(grep -Ec '^ *ok ' "$tmp/plain.log" || true)
+passed_traced=$(grep -Ec '^ *ok ' "$tmp/traced.log" || true)
+if [ -z "$why" ] && [ "$passed_plain" != "$passed_traced" ]; then
+	why="$passed_traced subtests passed under strace, $passed_plain without"
+fi
+report under_strace_same_verdict "$why"
+
+echo "1..$n"
+exit "$failed"
