@@ -2,7 +2,9 @@
 /*
  * librestartable: per-CPU, lock-free operations on top of the
  * restartable_sequences() system call (x86-64), with fallbacks on kernels
- * that lack it. See restartable(3) and README.md.
+ * that lack it. See restartable(3) and README.md. rs_add(), rs_cmpstore(),
+ * rs_push(), rs_pop(), rs_current_cpu() and rs_nr_cpus() run inline in
+ * their common case (restartable_inline.h); the symbols stay the library's.
  */
 #ifndef RESTARTABLE_H
 #define RESTARTABLE_H
@@ -141,6 +143,9 @@ size_t rs_seq_table(const struct rs_seq_entry **entries);
  */
 extern __thread uint64_t *__restartable_seq_counter;
 extern __thread uint64_t *__restartable_seq_post_commit;
+
+/* The hot operations' inline fast paths (RS_NO_INLINE: none). */
+#include "restartable_inline.h"
 
 #ifdef __cplusplus
 }

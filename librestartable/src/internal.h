@@ -3,6 +3,7 @@
 #ifndef RS_INTERNAL_H
 #define RS_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "restartable.h"
 
@@ -16,10 +17,6 @@
 #define RESTARTABLE_SEQ_FLAG_QUERY 0x2U
 #define RESTARTABLE_SEQ_CPU_UNREGISTERED 0xffffffffU
 #define RESTARTABLE_SEQ_EVENT_SHIFT 32
-
-/* The signatures before abort addresses, as .long directives. */
-#define RS_KERNEL_SIGNATURE "0x5253b90f"
-#define RS_RSEQ_SIGNATURE "0x53053053"
 
 /*
  * The work of a memcpy-then-commit sequence, the same in both modes:
@@ -44,21 +41,15 @@
 struct rs_thread_state {
 	uint64_t *counter;	/* the registered words this copy uses, */
 	uint64_t *post_commit;	/* NULL when none */
-	struct rseq_area *rseq;	/* the C library's rseq area, RS_MODE_RSEQ */
+	struct __rs_rseq_area *rseq; /* the C library's, RS_MODE_RSEQ */
 	uint8_t set_up;		/* rs_thread_setup() ran for this thread */
 	uint8_t owner;		/* enum rs_owner */
 };
 
-/* The kernel's struct rseq, the fields the sequences use. */
-struct rseq_area {
-	uint32_t cpu_id_start;
-	uint32_t cpu_id;
-	uint64_t rseq_cs;
-	uint32_t flags;
-};
-
 extern __thread struct rs_thread_state rs_self RS_HIDDEN;
 extern enum rs_mode rs_process_mode RS_HIDDEN;
+/* Possible CPUs; valid once the mode is decided (any thread set up). */
+#define rs_cpus (__rs_process.nr_cpus)
 
 RS_HIDDEN void rs_decide_mode(void);
 RS_HIDDEN void rs_thread_setup(void);
@@ -98,18 +89,18 @@ RS_HIDDEN int rs_k_memcpy_commit(uint64_t *counter, uint64_t *pc,
 				 void *dst, const void *src, size_t len,
 				 intptr_t newv);
 
-RS_HIDDEN int rs_r_add(struct rseq_area *rs, uint32_t cpu, intptr_t *v,
+RS_HIDDEN int rs_r_add(struct __rs_rseq_area *rs, uint32_t cpu, intptr_t *v,
 		       intptr_t inc);
-RS_HIDDEN int rs_r_cmpstore(struct rseq_area *rs, uint32_t cpu, intptr_t *v,
+RS_HIDDEN int rs_r_cmpstore(struct __rs_rseq_area *rs, uint32_t cpu, intptr_t *v,
 			    intptr_t expect, intptr_t newv);
-RS_HIDDEN int rs_r_push(struct rseq_area *rs, uint32_t cpu,
+RS_HIDDEN int rs_r_push(struct __rs_rseq_area *rs, uint32_t cpu,
 			struct rs_node **head, struct rs_node *node);
-RS_HIDDEN int rs_r_pop(struct rseq_area *rs, uint32_t cpu,
+RS_HIDDEN int rs_r_pop(struct __rs_rseq_area *rs, uint32_t cpu,
 		       struct rs_node **head, struct rs_node **node);
-RS_HIDDEN int rs_r_cmp_store2(struct rseq_area *rs, uint32_t cpu, intptr_t *v,
+RS_HIDDEN int rs_r_cmp_store2(struct __rs_rseq_area *rs, uint32_t cpu, intptr_t *v,
 			      intptr_t expect, intptr_t *other,
 			      intptr_t other_value, intptr_t newv);
-RS_HIDDEN int rs_r_memcpy_commit(struct rseq_area *rs, uint32_t cpu,
+RS_HIDDEN int rs_r_memcpy_commit(struct __rs_rseq_area *rs, uint32_t cpu,
 				 intptr_t *v, intptr_t expect, void *dst,
 				 const void *src, size_t len, intptr_t newv);
 

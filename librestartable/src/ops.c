@@ -5,8 +5,15 @@
  * sched_getcpu() (or the caller's CPU) with atomic instructions, and with
  * the slot's lock where a sequence would make more than one store. The
  * modes must not be mixed on the same data; a process has only one.
+ *
+ * Callers compiled with restartable.h run the common case of rs_add(),
+ * rs_cmpstore(), rs_push(), rs_pop() and rs_current_cpu() inline
+ * (restartable_inline.h) and come here, through the __rs_*_slow aliases,
+ * for the rest: first use, words another component registered, atomic
+ * mode, bad input. These are the complete operations either way.
  */
 #define _GNU_SOURCE
+#define RS_NO_INLINE	/* this file defines the functions */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -32,7 +39,7 @@ static int rs_slot(const struct rs_thread_state *t, int cpu, uint64_t *start,
 		   uint32_t *slot)
 {
 	uint32_t current;
-	int nr = rs_nr_cpus();
+	int nr = rs_cpus;	/* decided: the thread is set up */
 
 	if (cpu < RS_CPU_CURRENT || cpu >= nr)
 		return -EINVAL;
@@ -66,6 +73,28 @@ static int rs_slot(const struct rs_thread_state *t, int cpu, uint64_t *start,
 	return RS_GO;
 }
 
+/*
+ * RS_MODE_RSEQ, the common case, first: a CPU in the C library's area of
+ * the thread below rseq_cpus (0 in the other modes; written after
+ * rseq_offset, so read before it) is all rs_slot() would check: the C
+ * library registered the thread (cpu_id is negative until then) and the
+ * CPU is in range. 1 and *area, *slot set if the sequence can run now on
+ * cpu's slot.
+ */
+static inline int rs_rseq_fast(int cpu, struct __rs_rseq_area **area,
+			       uint32_t *slot)
+{
+	uint32_t n = __atomic_load_n(&__rs_process.rseq_cpus, __ATOMIC_ACQUIRE);
+	char *tp;
+
+	if (!n)
+		return 0;
+	__asm__("movq %%fs:0, %0" : "=r" (tp));
+	*area = (struct __rs_rseq_area *)(tp + __rs_process.rseq_offset);
+	*slot = __atomic_load_n(&(*area)->cpu_id, __ATOMIC_RELAXED);
+	return *slot < n && (cpu == RS_CPU_CURRENT || (uint32_t)cpu == *slot);
+}
+
 /* The slot lock of atomic mode, for operations of more than one store. */
 static void rs_lock(uint32_t *lock)
 {
@@ -94,10 +123,20 @@ static int rs_atomic_cmpstore(intptr_t *v, intptr_t expect, intptr_t newv)
 
 int rs_add(struct rs_percpu_word *words, int cpu, intptr_t inc, int *cpu_used)
 {
-	struct rs_thread_state *t = rs_thread();
+	struct __rs_rseq_area *rs;
+	uint32_t rc;
+	struct rs_thread_state *t;
 	uint64_t start = 0;
 	uint32_t c;
-	int ret = rs_slot(t, cpu, &start, &c);
+	int ret;
+
+	if (__builtin_expect(rs_rseq_fast(cpu, &rs, &rc), 1)) {
+		if (cpu_used)
+			*cpu_used = rc;
+		return rs_r_add(rs, rc, &words[rc].value, inc);
+	}
+	t = rs_thread();
+	ret = rs_slot(t, cpu, &start, &c);
 
 	if (ret != RS_GO)
 		return ret;
@@ -122,10 +161,18 @@ int rs_add(struct rs_percpu_word *words, int cpu, intptr_t inc, int *cpu_used)
 int rs_cmpstore(struct rs_percpu_word *words, int cpu, intptr_t expect,
 		intptr_t newv)
 {
-	struct rs_thread_state *t = rs_thread();
+	struct __rs_rseq_area *rs;
+	uint32_t rc;
+	struct rs_thread_state *t;
 	uint64_t start = 0;
 	uint32_t c;
-	int ret = rs_slot(t, cpu, &start, &c);
+	int ret;
+
+	if (__builtin_expect(rs_rseq_fast(cpu, &rs, &rc), 1)) {
+		return rs_r_cmpstore(rs, rc, &words[rc].value, expect, newv);
+	}
+	t = rs_thread();
+	ret = rs_slot(t, cpu, &start, &c);
 
 	if (ret != RS_GO)
 		return ret;
@@ -143,11 +190,21 @@ int rs_cmpstore(struct rs_percpu_word *words, int cpu, intptr_t expect,
 int rs_push(struct rs_percpu_list *lists, int cpu, struct rs_node *node,
 	    int *cpu_used)
 {
-	struct rs_thread_state *t = rs_thread();
+	struct __rs_rseq_area *rs;
+	uint32_t rc;
+	struct rs_thread_state *t;
 	struct rs_node *old;
 	uint64_t start = 0;
 	uint32_t c;
-	int ret = rs_slot(t, cpu, &start, &c);
+	int ret;
+
+	if (__builtin_expect(rs_rseq_fast(cpu, &rs, &rc), 1)) {
+		if (cpu_used)
+			*cpu_used = rc;
+		return rs_r_push(rs, rc, &lists[rc].head, node);
+	}
+	t = rs_thread();
+	ret = rs_slot(t, cpu, &start, &c);
 
 	if (ret != RS_GO)
 		return ret;
@@ -198,10 +255,20 @@ static int rs_atomic_pop(struct rs_percpu_list *list, struct rs_node **node)
 int rs_pop(struct rs_percpu_list *lists, int cpu, struct rs_node **node,
 	   int *cpu_used)
 {
-	struct rs_thread_state *t = rs_thread();
+	struct __rs_rseq_area *rs;
+	uint32_t rc;
+	struct rs_thread_state *t;
 	uint64_t start = 0;
 	uint32_t c;
-	int ret = rs_slot(t, cpu, &start, &c);
+	int ret;
+
+	if (__builtin_expect(rs_rseq_fast(cpu, &rs, &rc), 1)) {
+		if (cpu_used)
+			*cpu_used = rc;
+		return rs_r_pop(rs, rc, &lists[rc].head, node);
+	}
+	t = rs_thread();
+	ret = rs_slot(t, cpu, &start, &c);
 
 	if (ret != RS_GO)
 		return ret;
@@ -286,10 +353,16 @@ int rs_memcpy_commit(struct rs_percpu_word *words, int cpu, intptr_t expect,
 /* The CPU the thread runs on, or -1 (errno ENOTSUP) if nobody says. */
 int rs_current_cpu(void)
 {
-	struct rs_thread_state *t = rs_thread();
+	struct __rs_rseq_area *rs;
+	struct rs_thread_state *t;
 	uint64_t start;
 	uint32_t c;
-	int ret = rs_slot(t, RS_CPU_CURRENT, &start, &c);
+	int ret;
+
+	if (rs_rseq_fast(RS_CPU_CURRENT, &rs, &c))
+		return c;
+	t = rs_thread();
+	ret = rs_slot(t, RS_CPU_CURRENT, &start, &c);
 
 	if (ret != RS_GO) {
 		errno = ENOTSUP;
@@ -379,6 +452,15 @@ int rs_cache_replace(const struct rs_cache_token *token, void *ptr)
 		return rs_atomic_cmpstore(word, token->word, newv);
 	}
 }
+
+/* What the inline paths of restartable_inline.h call when they cannot. */
+#define RS_SLOW_ALIAS(name) \
+	extern __typeof__(name) __##name##_slow __attribute__((alias(#name)))
+RS_SLOW_ALIAS(rs_add);
+RS_SLOW_ALIAS(rs_cmpstore);
+RS_SLOW_ALIAS(rs_push);
+RS_SLOW_ALIAS(rs_pop);
+RS_SLOW_ALIAS(rs_current_cpu);
 
 size_t rs_seq_table(const struct rs_seq_entry **entries)
 {

@@ -20,6 +20,7 @@
  *     the kernel keeps writing and other copies keep using.
  */
 #define _GNU_SOURCE
+#define RS_NO_INLINE	/* this file defines rs_nr_cpus() */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -41,22 +42,25 @@
 #pragma weak dlopen
 extern const char _DYNAMIC[] __attribute__((weak));
 
-/* The words this copy registers when nobody else has; see above. */
-struct rs_words {
-	uint64_t counter;
-	uint64_t post_commit;
-};
-
-static __thread struct rs_words rs_own_words __attribute__((aligned(16))) = {
+/*
+ * The words this copy registers when nobody else has; see above. Exported
+ * for the inline paths (restartable_inline.h): their CPU field is a valid
+ * CPU only while this copy's registration is the thread's, and then the
+ * process is in kernel mode and the thread set up.
+ */
+__thread struct __rs_words __rs_words
+	__attribute__((tls_model("initial-exec"))) = {
 	.counter = RESTARTABLE_SEQ_CPU_UNREGISTERED,
 };
+
+/* Written by rs_decide_mode() only, before and as it decides. */
+struct __rs_process __rs_process;
 
 __thread struct rs_thread_state rs_self;
 __thread uint64_t *__restartable_seq_counter;
 __thread uint64_t *__restartable_seq_post_commit;
 
 enum rs_mode rs_process_mode;
-static int rs_cpus;
 static pthread_once_t rs_once = PTHREAD_ONCE_INIT;
 
 static long sys_restartable_sequences(unsigned int flags, uint64_t *counter,
@@ -86,7 +90,7 @@ static void rs_use_words(struct rs_thread_state *t, uint64_t *counter,
 {
 	t->counter = counter;
 	t->post_commit = post_commit;
-	t->owner = counter == &rs_own_words.counter ? RS_OWNER_SELF :
+	t->owner = counter == &__rs_words.counter ? RS_OWNER_SELF :
 						      RS_OWNER_OTHER;
 #ifndef RS_BREAK_NO_EXPORT
 	__restartable_seq_counter = counter;
@@ -126,20 +130,20 @@ static int rs_kernel_attach(struct rs_thread_state *t)
 	(void)query_post_commit;
 #endif
 	/* Nobody keeps the counter until the kernel says otherwise. */
-	rs_own_words.counter |= RESTARTABLE_SEQ_CPU_UNREGISTERED;
-	rs_own_words.post_commit = 0;
-	if (sys_restartable_sequences(0, &rs_own_words.counter,
-				      &rs_own_words.post_commit) < 0)
+	__rs_words.counter |= RESTARTABLE_SEQ_CPU_UNREGISTERED;
+	__rs_words.post_commit = 0;
+	if (sys_restartable_sequences(0, &__rs_words.counter,
+				      &__rs_words.post_commit) < 0)
 		return -errno;
 	rs_pin_this_copy();
-	rs_use_words(t, &rs_own_words.counter, &rs_own_words.post_commit);
+	rs_use_words(t, &__rs_words.counter, &__rs_words.post_commit);
 	return 0;
 }
 
 /* The C library's rseq area of the calling thread, if it registered one. */
-static struct rseq_area *rs_glibc_rseq_area(void)
+static struct __rs_rseq_area *rs_glibc_rseq_area(void)
 {
-	struct rseq_area *area;
+	struct __rs_rseq_area *area;
 	char *tp;
 
 #ifndef RS_BREAK_IGNORE_RSEQ_STATE
@@ -147,7 +151,7 @@ static struct rseq_area *rs_glibc_rseq_area(void)
 		return NULL;
 #endif
 	__asm__("movq %%fs:0, %0" : "=r"(tp));
-	area = (struct rseq_area *)(tp + __rseq_offset);
+	area = (struct __rs_rseq_area *)(tp + __rseq_offset);
 #ifndef RS_BREAK_IGNORE_RSEQ_STATE
 	/* RSEQ_CPU_ID_UNINITIALIZED or RSEQ_CPU_ID_REGISTRATION_FAILED */
 	if ((int32_t)__atomic_load_n(&area->cpu_id, __ATOMIC_RELAXED) < 0)
@@ -209,7 +213,7 @@ void rs_decide_mode(void)
 	enum rs_mode cap = rs_mode_cap();
 	int err = -ENOSYS;
 
-	rs_cpus = rs_count_cpus();
+	__atomic_store_n(&rs_cpus, rs_count_cpus(), __ATOMIC_RELAXED);
 #ifdef RS_BREAK_FORK_RESET
 	pthread_atfork(NULL, NULL, rs_forget_thread);
 #endif
@@ -226,6 +230,15 @@ void rs_decide_mode(void)
 		rs_process_mode = RS_MODE_RSEQ;
 	else
 		rs_process_mode = RS_MODE_ATOMIC;
+	/*
+	 * The inline rseq() paths read rseq_cpus first (acquire) and only then
+	 * the offset: release it last. In the other modes it stays 0, which
+	 * sends those paths to the library.
+	 */
+	if (rs_process_mode == RS_MODE_RSEQ) {
+		__rs_process.rseq_offset = __rseq_offset;
+		__atomic_store_n(&__rs_process.rseq_cpus, rs_cpus, __ATOMIC_RELEASE);
+	}
 }
 
 void rs_thread_setup(void)
@@ -265,6 +278,10 @@ int rs_nr_cpus(void)
 	pthread_once(&rs_once, rs_decide_mode);
 	return rs_cpus;
 }
+
+/* What the inline rs_nr_cpus() calls before the mode is decided. */
+extern __typeof__(rs_nr_cpus) __rs_nr_cpus_slow
+	__attribute__((alias("rs_nr_cpus")));
 
 /* Can the calling thread, set up, run sequences in the process's mode? */
 static int rs_thread_ready(const struct rs_thread_state *t)

@@ -142,9 +142,20 @@ static void check_bad_input(void)
 	errno = 0;
 	CHECK(rs_pool_free(pool, &local) == -1 && errno == EINVAL,
 	      "a pointer from elsewhere");
+	errno = 0;
+	CHECK(rs_pool_free(pool, (char *)p + OBJECT_SIZE * OBJECTS * 2) == -1 &&
+	      errno == EINVAL, "a pointer past the pool");
+	/* The object's whole content is the caller's: nothing in it is trusted. */
+	memset(p, 0xa5, OBJECT_SIZE);
 	CHECK(rs_pool_free(pool, p) == 0, "free");
 	errno = 0;
 	CHECK(rs_pool_free(pool, p) == -1 && errno == EINVAL, "a double free");
+	p = rs_pool_alloc(pool, OBJECT_SIZE);
+	REQUIRE(p, "alloc again");
+	CHECK(rs_pool_free(pool, p) == 0, "free after the double free");
+	errno = 0;
+	CHECK(rs_pool_free(pool, p) == -1 && errno == EINVAL,
+	      "a double free of an object handed out again");
 	errno = 0;
 	CHECK(rs_pool_drain(pool, rs_nr_cpus()) == -1 && errno == EINVAL,
 	      "drain of CPU %d", rs_nr_cpus());
@@ -190,7 +201,8 @@ int main(int argc, char **argv)
 				  (long)((seconds - (time_t)seconds) * 1e9) };
 	int i;
 
-	fprintf(stderr, "# mode %s\n", rs_mode_name(rs_mode()));
+	fprintf(stderr, "# mode %s%s\n", rs_mode_name(rs_mode()),
+		getenv("RESTARTABLE_POOL_DEBUG") ? ", RESTARTABLE_POOL_DEBUG" : "");
 	pool = rs_pool_create(OBJECT_SIZE, OBJECTS);
 	REQUIRE(pool, "rs_pool_create");
 	REQUIRE(rs_thread_register() == 0, "rs_thread_register");
@@ -207,7 +219,8 @@ int main(int argc, char **argv)
 		pthread_join(threads[i], NULL);
 	pthread_join(dist, NULL);
 
-	CHECK(rs_pool_stats(pool, &stats) == 0, "the lists and the bitmap disagree");
+	CHECK(rs_pool_stats(pool, &stats) == 0,
+	      "a list holds an object twice or one not free (or, debug, the bitmap disagrees)");
 	CHECK(stats.allocated == 0 && stats.shared_free + stats.percpu_free == OBJECTS,
 	      "%zu allocated, %zu + %zu free of %zu", stats.allocated,
 	      stats.shared_free, stats.percpu_free, stats.objects);
