@@ -121,20 +121,20 @@ static int rs_atomic_cmpstore(intptr_t *v, intptr_t expect, intptr_t newv)
 		       RS_DONE : RS_COMPARE_FAILED;
 }
 
-int rs_add(struct rs_percpu_word *words, int cpu, intptr_t inc, int *cpu_used)
+/*
+ * Each public operation below tries rs_rseq_fast() and otherwise calls
+ * its *_full() variant, the complete operation, kept out of line so that
+ * the fast path needs no stack frame (GCC would set up the full one's
+ * before the first test).
+ */
+static __attribute__((noinline)) int
+rs_add_full(struct rs_percpu_word *words, int cpu, intptr_t inc, int *cpu_used)
 {
-	struct __rs_rseq_area *rs;
-	uint32_t rc;
 	struct rs_thread_state *t;
 	uint64_t start = 0;
 	uint32_t c;
 	int ret;
 
-	if (__builtin_expect(rs_rseq_fast(cpu, &rs, &rc), 1)) {
-		if (cpu_used)
-			*cpu_used = rc;
-		return rs_r_add(rs, rc, &words[rc].value, inc);
-	}
 	t = rs_thread();
 	ret = rs_slot(t, cpu, &start, &c);
 
@@ -158,19 +158,28 @@ int rs_add(struct rs_percpu_word *words, int cpu, intptr_t inc, int *cpu_used)
 	}
 }
 
-int rs_cmpstore(struct rs_percpu_word *words, int cpu, intptr_t expect,
-		intptr_t newv)
+int rs_add(struct rs_percpu_word *words, int cpu, intptr_t inc, int *cpu_used)
 {
 	struct __rs_rseq_area *rs;
 	uint32_t rc;
+
+	if (__builtin_expect(rs_rseq_fast(cpu, &rs, &rc), 1)) {
+		if (cpu_used)
+			*cpu_used = rc;
+		return rs_r_add(rs, rc, &words[rc].value, inc);
+	}
+	return rs_add_full(words, cpu, inc, cpu_used);
+}
+
+static __attribute__((noinline)) int
+rs_cmpstore_full(struct rs_percpu_word *words, int cpu, intptr_t expect,
+		intptr_t newv)
+{
 	struct rs_thread_state *t;
 	uint64_t start = 0;
 	uint32_t c;
 	int ret;
 
-	if (__builtin_expect(rs_rseq_fast(cpu, &rs, &rc), 1)) {
-		return rs_r_cmpstore(rs, rc, &words[rc].value, expect, newv);
-	}
 	t = rs_thread();
 	ret = rs_slot(t, cpu, &start, &c);
 
@@ -187,22 +196,28 @@ int rs_cmpstore(struct rs_percpu_word *words, int cpu, intptr_t expect,
 	}
 }
 
-int rs_push(struct rs_percpu_list *lists, int cpu, struct rs_node *node,
-	    int *cpu_used)
+int rs_cmpstore(struct rs_percpu_word *words, int cpu, intptr_t expect,
+		intptr_t newv)
 {
 	struct __rs_rseq_area *rs;
 	uint32_t rc;
+
+	if (__builtin_expect(rs_rseq_fast(cpu, &rs, &rc), 1)) {
+		return rs_r_cmpstore(rs, rc, &words[rc].value, expect, newv);
+	}
+	return rs_cmpstore_full(words, cpu, expect, newv);
+}
+
+static __attribute__((noinline)) int
+rs_push_full(struct rs_percpu_list *lists, int cpu, struct rs_node *node,
+	    int *cpu_used)
+{
 	struct rs_thread_state *t;
 	struct rs_node *old;
 	uint64_t start = 0;
 	uint32_t c;
 	int ret;
 
-	if (__builtin_expect(rs_rseq_fast(cpu, &rs, &rc), 1)) {
-		if (cpu_used)
-			*cpu_used = rc;
-		return rs_r_push(rs, rc, &lists[rc].head, node);
-	}
 	t = rs_thread();
 	ret = rs_slot(t, cpu, &start, &c);
 
@@ -226,6 +241,20 @@ int rs_push(struct rs_percpu_list *lists, int cpu, struct rs_node *node,
 						    __ATOMIC_RELAXED));
 		return RS_DONE;
 	}
+}
+
+int rs_push(struct rs_percpu_list *lists, int cpu, struct rs_node *node,
+	    int *cpu_used)
+{
+	struct __rs_rseq_area *rs;
+	uint32_t rc;
+
+	if (__builtin_expect(rs_rseq_fast(cpu, &rs, &rc), 1)) {
+		if (cpu_used)
+			*cpu_used = rc;
+		return rs_r_push(rs, rc, &lists[rc].head, node);
+	}
+	return rs_push_full(lists, cpu, node, cpu_used);
 }
 
 /*
@@ -252,21 +281,15 @@ static int rs_atomic_pop(struct rs_percpu_list *list, struct rs_node **node)
 	return RS_DONE;
 }
 
-int rs_pop(struct rs_percpu_list *lists, int cpu, struct rs_node **node,
+static __attribute__((noinline)) int
+rs_pop_full(struct rs_percpu_list *lists, int cpu, struct rs_node **node,
 	   int *cpu_used)
 {
-	struct __rs_rseq_area *rs;
-	uint32_t rc;
 	struct rs_thread_state *t;
 	uint64_t start = 0;
 	uint32_t c;
 	int ret;
 
-	if (__builtin_expect(rs_rseq_fast(cpu, &rs, &rc), 1)) {
-		if (cpu_used)
-			*cpu_used = rc;
-		return rs_r_pop(rs, rc, &lists[rc].head, node);
-	}
 	t = rs_thread();
 	ret = rs_slot(t, cpu, &start, &c);
 
@@ -283,6 +306,20 @@ int rs_pop(struct rs_percpu_list *lists, int cpu, struct rs_node **node,
 	default:
 		return rs_atomic_pop(&lists[c], node);
 	}
+}
+
+int rs_pop(struct rs_percpu_list *lists, int cpu, struct rs_node **node,
+	   int *cpu_used)
+{
+	struct __rs_rseq_area *rs;
+	uint32_t rc;
+
+	if (__builtin_expect(rs_rseq_fast(cpu, &rs, &rc), 1)) {
+		if (cpu_used)
+			*cpu_used = rc;
+		return rs_r_pop(rs, rc, &lists[rc].head, node);
+	}
+	return rs_pop_full(lists, cpu, node, cpu_used);
 }
 
 int rs_cmp_store2(struct rs_percpu_word *words, int cpu, intptr_t expect,

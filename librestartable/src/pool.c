@@ -246,8 +246,13 @@ static void rs_pool_give_shared(struct rs_pool *pool, struct rs_node *node)
 	pthread_mutex_unlock(&pool->lock);
 }
 
-/* Push onto the thread's CPU list, else (no sequences) the shared one. */
-static void rs_pool_put(struct rs_pool *pool, struct rs_node *node)
+/*
+ * Push onto the thread's CPU list, else (no sequences) the shared one.
+ * Inline: in rs_pool_free() it is the fast path, and a call would save
+ * and restore registers around two sequences.
+ */
+static inline __attribute__((always_inline)) void
+rs_pool_put(struct rs_pool *pool, struct rs_node *node)
 {
 	int cpu = 0, ret;
 
