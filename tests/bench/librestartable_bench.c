@@ -331,9 +331,9 @@ static const struct bench_row lib_rows[] = {
 	{ "list", lib_impl, "rs_pop() + rs_push()", loop_lib_list, lib_thread_init },
 	{ "alloc", lib_impl, "rs_pool_alloc(32) + rs_pool_free()", loop_lib_alloc,
 	  lib_thread_init },
-	{ "cpu", lib_impl, "rs_current_cpu() alone (thread state, slot, mode)",
+	{ "cpu", lib_impl, "rs_current_cpu() alone (its checks, or the library call)",
 	  loop_lib_cpu, lib_thread_init, 1 },
-	{ "nr_cpus", lib_impl, "rs_nr_cpus() alone (pthread_once())",
+	{ "nr_cpus", lib_impl, "rs_nr_cpus() alone",
 	  loop_lib_nr_cpus, lib_thread_init, 1 },
 };
 
