@@ -4,14 +4,16 @@
 # TARGET is tests/tools/gdb_target.c built -g -O0 -static (default
 # /tests/bin/gdb_target). What the documentation says a debugger sees
 # ("Tracers and uprobes" in Documentation/userspace-api/
-# restartable_sequences.rst): the kernel applies the abort check right
-# before a signal-delivery-stop, so
-#   1. a breakpoint inside a sequence is not reported as a breakpoint: gdb
-#      gets a SIGTRAP with the thread already at the abort address and
-#      *post_commit 0; deleted, the program goes on and its sum is exact;
-#   2. single-stepping from the sequence's first instruction ends at the
-#      abort address as soon as *post_commit is set (each step's trap is an
-#      event);
+# restartable_sequences.rst): a tracer sees a stop where it happened, and
+# the stop, an event, aborts the sequence when the thread resumes, so
+#   1. a breakpoint inside a sequence is reported as "Breakpoint 1" at its
+#      address, *post_commit still set; continuing (without displaced
+#      stepping, as the documentation advises) runs the abort path, which
+#      retries the sequence and hits the breakpoint again; deleted, the
+#      program goes on and its sum is exact;
+#   2. single-stepping from the sequence's first instruction leaves it for
+#      the abort path as soon as *post_commit is set (each step's trap is
+#      an event), never reaching the post-commit address;
 #   3. a breakpoint outside the sequence is an ordinary breakpoint, hit
 #      each time round the loop, and the program finishes with its sum
 #      exact.
@@ -84,31 +86,34 @@ finished() {
 }
 
 # 1. A breakpoint on the label right before the commit store.
-run_gdb breakpoint_inside_the_sequence_stops_at_the_abort_address <<'EOF'
+run_gdb breakpoint_inside_the_sequence_is_reported_there <<'EOF2'
 set pagination off
 set confirm off
+set displaced-stepping off
 break *gdb_inside_sequence
 run
-printf "stop_pc %#lx abort_label %#lx inside_label %#lx post_commit_word %#lx si_signo %d si_code %d\n", (unsigned long)$pc, gdb_seq_abort, (unsigned long)&gdb_inside_sequence, *gdb_post_commit_word, $_siginfo.si_signo, $_siginfo.si_code
+printf "stop_pc %#lx inside_label %#lx post_commit_word %#lx\n", (unsigned long)$pc, (unsigned long)&gdb_inside_sequence, *gdb_post_commit_word
+continue
+printf "again_pc %#lx\n", (unsigned long)$pc
 delete
 continue
-EOF
-name=breakpoint_inside_the_sequence_stops_at_the_abort_address
+EOF2
+name=breakpoint_inside_the_sequence_is_reported_there
 why=
 pc=$(field "$name" stop_pc)
-abort=$(field "$name" abort_label)
+label=$(field "$name" inside_label)
 if grep -q '^gdb_killed' "$tmp/$name.out"; then
-	why="gdb reported no stop within $gdb_limit s (the program made no progress either)"
-elif grep -q '^Breakpoint 1,' "$tmp/$name.out"; then
-	why="gdb reported Breakpoint 1 inside the sequence"
-elif ! grep -q '^Program received signal SIGTRAP' "$tmp/$name.out"; then
-	why="gdb reported no SIGTRAP"
-elif [ -z "$pc" ] || [ -z "$abort" ]; then
-	why="gdb printed no stop address"
-elif [ "$pc" != "$abort" ]; then
-	why="stopped at $pc, not at the abort address $abort"
-elif [ "$(field "$name" post_commit_word)" != 0 ]; then
-	why="*post_commit is $(field "$name" post_commit_word) at the stop, not 0"
+	why="gdb did not finish within $gdb_limit s"
+elif grep -q '^Program received signal' "$tmp/$name.out"; then
+	why="gdb reported a signal, not the breakpoint"
+elif [ "$(grep -c '^Breakpoint 1, ' "$tmp/$name.out")" != 2 ]; then
+	why="gdb did not report Breakpoint 1 twice (the stop, then the retry)"
+elif [ -z "$pc" ] || [ "$pc" != "$label" ]; then
+	why="stopped at $pc, not at the breakpoint $label"
+elif [ "$(field "$name" post_commit_word)" = 0 ]; then
+	why="*post_commit is 0 at the stop: the sequence was judged before it"
+elif [ "$(field "$name" again_pc)" != "$label" ]; then
+	why="the retry stopped at $(field "$name" again_pc), not at $label"
 else
 	why=$(finished "$name")
 fi
@@ -118,7 +123,7 @@ report "$name" "$why"
 # outside [first instruction, post-commit address). gdb_seq_start is only
 # known once the program has run its start-up, hence the first stop
 # outside the sequence.
-run_gdb stepi_into_the_sequence_ends_at_the_abort_address <<'EOF'
+run_gdb stepi_into_the_sequence_ends_in_the_abort_path <<'EOF2'
 set pagination off
 set confirm off
 break *gdb_before_sequence
@@ -128,27 +133,34 @@ tbreak *gdb_seq_start
 continue
 printf "first_pc %#lx seq_start %#lx\n", (unsigned long)$pc, gdb_seq_start
 set $steps = 0
+set $published = 0
 while (unsigned long)$pc >= gdb_seq_start && (unsigned long)$pc < gdb_seq_post_commit && $steps < 50
+  if *gdb_post_commit_word != 0
+    set $published = 1
+  end
   stepi
   set $steps = $steps + 1
 end
-printf "stepped_pc %#lx abort_label %#lx seq_post_commit %#lx post_commit_word %#lx steps %d\n", (unsigned long)$pc, gdb_seq_abort, gdb_seq_post_commit, *gdb_post_commit_word, $steps
+printf "stepped_pc %#lx seq_post_commit %#lx post_commit_word %#lx published %d steps %d\n", (unsigned long)$pc, gdb_seq_post_commit, *gdb_post_commit_word, $published, $steps
 continue
-EOF
-name=stepi_into_the_sequence_ends_at_the_abort_address
+EOF2
+name=stepi_into_the_sequence_ends_in_the_abort_path
 why=
 first=$(field "$name" first_pc)
 start=$(field "$name" seq_start)
 pc=$(field "$name" stepped_pc)
-abort=$(field "$name" abort_label)
 if grep -q '^gdb_killed' "$tmp/$name.out"; then
 	why="gdb did not finish within $gdb_limit s"
 elif [ -z "$first" ] || [ "$first" != "$start" ]; then
 	why="did not stop at the sequence's first instruction ($first, start $start)"
-elif [ -z "$pc" ] || [ -z "$abort" ]; then
+elif [ -z "$pc" ]; then
 	why="gdb printed no address after stepping"
-elif [ "$pc" != "$abort" ]; then
-	why="stepping ended at $pc, not at the abort address $abort"
+elif [ "$(field "$name" steps)" = 50 ]; then
+	why="still inside the sequence after 50 steps"
+elif [ "$pc" = "$(field "$name" seq_post_commit)" ]; then
+	why="stepping reached the post-commit address: the sequence committed"
+elif [ "$(field "$name" published)" != 1 ]; then
+	why="left the sequence before *post_commit was published"
 elif [ "$(field "$name" post_commit_word)" != 0 ]; then
 	why="*post_commit is $(field "$name" post_commit_word) after stepping, not 0"
 else
