@@ -27,8 +27,8 @@ target=${1:-/tests/bin/gdb_target}
 iterations=200
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-failed=0
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
 
 # gdb needs a terminal type to set up readline, even in batch mode.
 export TERM="${TERM:-dumb}"
@@ -60,19 +60,11 @@ field() {
 		"$tmp/$1.out"
 }
 
-# report NAME WHY: one TAP line; WHY empty means passed. gdb's output is
-# shown either way (as TAP comments: "ok" at the start of one of its
-# lines must not count as a result).
+# report NAME WHY: tap_report, after gdb's output as TAP comments ("ok"
+# at the start of one of its lines must not count as a result).
 report() {
-	n=$((n + 1))
 	sed 's/^/# /' "$tmp/$1.out"
-	if [ -z "$2" ]; then
-		echo "ok $n $1"
-	else
-		echo "# $1: $2"
-		echo "not ok $n $1"
-		failed=1
-	fi
+	tap_report "$1" "$2"
 }
 
 # finished NAME: why the run did not end with the program exiting 0 with
@@ -200,5 +192,5 @@ else
 fi
 report "$name" "$why"
 
-echo "1..$n"
-exit "$failed"
+echo "1..$tap_count"
+exit "$tap_failed"

@@ -14,20 +14,9 @@ set -eu
 [ $# -gt 0 ] || set -- ./restartable_seq_percpu_test
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-failed=0
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
 
-# report NAME WHY: one TAP line, WHY empty means passed.
-report() {
-	n=$((n + 1))
-	if [ -z "$2" ]; then
-		echo "ok $n $1"
-	else
-		echo "# $1: $2"
-		echo "not ok $n $1"
-		failed=1
-	fi
-}
 
 # verdict LOG STATUS: why a run that printed LOG and exited with STATUS
 # did not pass, or nothing.
@@ -46,7 +35,7 @@ verdict() {
 plain=0
 "$@" >"$tmp/plain.log" 2>&1 || plain=$?
 sed 's/^/# /' "$tmp/plain.log"
-report without_strace "$(verdict "$tmp/plain.log" "$plain")"
+tap_report without_strace "$(verdict "$tmp/plain.log" "$plain")"
 
 # strace's trace goes to /dev/null: only the tracing matters, and the
 # program's own output stays readable.
@@ -59,7 +48,7 @@ passed_traced=$(grep -Ec '^ *ok ' "$tmp/traced.log" || true)
 if [ -z "$why" ] && [ "$passed_plain" != "$passed_traced" ]; then
 	why="$passed_traced subtests passed under strace, $passed_plain without"
 fi
-report under_strace_same_verdict "$why"
+tap_report under_strace_same_verdict "$why"
 
-echo "1..$n"
-exit "$failed"
+echo "1..$tap_count"
+exit "$tap_failed"
