@@ -1,17 +1,27 @@
 #!/bin/sh
 # A program run under strace -f gets the same verdict as without it:
 #   restartable_seq_strace_test.sh [PROGRAM [ARG...]]
-# (default ./restartable_seq_percpu_test, run in /tests/rseq). strace
-# stops the threads at every system call's entry and exit; those stops
-# are no events (the thread is in a system call, not interrupted in user
-# mode), and its signal-delivery-stops apply the abort check first, so no
-# per-CPU operation may lose or double an update under strace.
-# Both runs must exit 0 and report no failed subtest ("not ok"), and both
-# must report the same number of passed subtests (at least one).
+# (default: ./restartable_seq_percpu_test without its signal storm, run
+# in /tests/rseq). strace stops the threads at every system call's entry
+# and exit; those stops are no events (the thread is in a system call,
+# not interrupted in user mode). A signal-delivery-stop is an event judged
+# when the thread resumes: the signal still aborts the sequence it
+# interrupted. So no per-CPU operation may lose or double an update under
+# strace. Both runs must exit 0 and report no failed subtest ("not ok"),
+# and both must report the same number of passed subtests (at least one).
 # One TAP line per run; the program's output follows as comments.
+#
+# The storm subtest (a 200 us interval timer) is left out of both runs:
+# under strace each SIGALRM costs three tracer stops (the signal and
+# rt_sigreturn's entry and exit), longer than the period under TCG, so
+# the threads spend their time in the handler. Measured in this guest:
+# 433831 handler runs, 55 aborts, an exact sum, 571 s against the
+# subtest's 30 s limit. Its signals are covered by the subtest that
+# sends one signal into a sequence.
 set -eu
 
-[ $# -gt 0 ] || set -- ./restartable_seq_percpu_test
+[ $# -gt 0 ] ||
+	set -- ./restartable_seq_percpu_test -T counter_sum_is_exact_under_signal_storm
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # shellcheck source-path=SCRIPTDIR source=tap.sh
