@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdint.h>
-#include <string.h>
 #include <sys/rseq.h>
 
 #include "check.h"
