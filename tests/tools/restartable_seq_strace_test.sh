@@ -2,13 +2,14 @@
 # A program run under strace -f gets the same verdict as without it:
 #   restartable_seq_strace_test.sh [PROGRAM [ARG...]]
 # (default: ./restartable_seq_percpu_test without its signal storm and
-# its control, run in /tests/rseq). strace stops the threads at every system call's entry
-# and exit; those stops are no events (the thread is in a system call,
-# not interrupted in user mode). A signal-delivery-stop is an event judged
-# when the thread resumes: the signal still aborts the sequence it
-# interrupted. So no per-CPU operation may lose or double an update under
-# strace. Both runs must exit 0 and report no failed subtest ("not ok"),
-# and both must report the same number of passed subtests (at least one).
+# its control, run in /tests/rseq). strace stops the threads at every
+# system call's entry and exit; those stops are no events (the thread
+# is in a system call, not interrupted in user mode). A
+# signal-delivery-stop is an event judged when the thread resumes: the
+# signal still aborts the sequence it interrupted. So no per-CPU
+# operation may lose or double an update under strace. Both runs must
+# exit 0 and report no failed subtest ("not ok"), and both must report
+# the same number of passed subtests (at least one).
 # One TAP line per run; the program's output follows as comments.
 #
 # The storm subtest (a 200 us interval timer) is left out of both runs:
