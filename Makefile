@@ -15,12 +15,15 @@ help:
 ## in build/7.3/, BASE=6.12 on the backport, patches/backport-6.12, in
 ## build/6.12/; every target but test takes it (make run BASE=6.12).
 
+## ARCH=arm64 (make run ARCH=arm64, also for shell and exec, mainline only)
+## cross-builds an arm64 kernel and boots QEMU's virt machine instead.
+
 ## run           build the patched kernel, boot it in QEMU (4 vCPUs), run the guest tests
 run:
 	@scripts/run test
 
 ## test          everything CI checks, one verdict: on 7.3 the host checks below, the mutant subset,
-##               the debug lane and run; on 6.12 the kernel build and the guest tests
+##               the debug lane, the arm64 guest and run; on 6.12 the kernel build and the guest tests
 test:
 	@scripts/test
 

@@ -49,6 +49,33 @@ tree=${TREE:-$build/linux}
 logs="$build/logs"
 mkdir -p "$logs"
 
+# The guest's architecture, ARCH as the kernel names it: x86_64 (the
+# default) or arm64, for the guest's kernel and programs of make run,
+# shell and exec (and make test's arm64 lane), on the mainline series
+# only. An arm64 guest is cross-built (Debian's gcc-aarch64-linux-gnu)
+# and keeps its objects, image and logs apart: the suffix "-arm64".
+# ARCH=i386 (make bot-checks' 32-bit objects) takes x86's fragments.
+case "${ARCH:-x86_64}" in
+x86 | x86_64 | i386)
+	guest_arch=x86_64
+	arch_suffix=
+	kernel_image=arch/x86/boot/bzImage
+	;;
+arm64)
+	case "$(basename "$0")" in
+	run | boot | kernel | initramfs | guest-exec | fetch-deb | tree | fetch-base) ;;
+	*) die "ARCH=arm64 is for make run, shell and exec (make test runs its arm64 lane itself)" ;;
+	esac
+	guest_arch=arm64
+	arch_suffix=-arm64
+	kernel_image=arch/arm64/boot/Image
+	export CROSS_COMPILE=${CROSS_COMPILE:-aarch64-linux-gnu-}
+	;;
+*)
+	die "unknown ARCH=$ARCH: the guests are x86_64 (the default) and arm64"
+	;;
+esac
+
 # rel PATH: PATH as messages show it, relative to the project.
 rel() {
 	echo "${1#"$top"/}"

@@ -35,6 +35,7 @@
 
 /* A delay loop inside every sequence, run rs_inject_spins times. */
 static __thread long rs_inject_spins;
+#if defined(__x86_64__)
 #define RS_INJECT_ASM							\
 	"movq %[inject], %%r11\n\t"					\
 	"testq %%r11, %%r11\n\t"					\
@@ -42,6 +43,14 @@ static __thread long rs_inject_spins;
 	"37: decq %%r11\n\t"						\
 	"jnz 37b\n\t"							\
 	"38:\n\t"
+#elif defined(__aarch64__)
+#define RS_INJECT_ASM							\
+	"ldr x11, %[inject]\n\t"					\
+	"cbz x11, 38f\n\t"						\
+	"37: subs x11, x11, #1\n\t"					\
+	"b.ne 37b\n\t"							\
+	"38:\n\t"
+#endif
 #define RS_INJECT_DATA	rs_inject_spins
 
 #include "restartable_seq.h"
