@@ -45,6 +45,10 @@ series_dir=$(series_dir_of "$BASE")
 # build lock, make test's execve trace, the model check's work.
 build_root="$top/build"
 build="$build_root/$BASE"
+# The arm64 guest's busybox: Debian's busybox-static:arm64, unpacked once
+# (scripts/fetch-deb) before make test traces what it runs, as the bases'
+# sources are: it is an input, and apt's helpers are apt's.
+arm64_busybox="$build_root/src/busybox-static-arm64"
 tree=${TREE:-$build/linux}
 logs="$build/logs"
 mkdir -p "$logs"
