@@ -46,9 +46,14 @@ series_dir=$(series_dir_of "$BASE")
 build_root="$top/build"
 build="$build_root/$BASE"
 # The arm64 guest's busybox: Debian's busybox-static:arm64, unpacked once
-# (scripts/fetch-deb) before make test traces what it runs, as the bases'
-# sources are: it is an input, and apt's helpers are apt's.
+# into build/src (scripts/fetch-deb). make test fetches it before it traces
+# what it runs, as the bases' sources: it is an input, and apt's helpers
+# are apt's.
 arm64_busybox="$build_root/src/busybox-static-arm64"
+fetch_arm64_busybox() {
+	[ -d "$arm64_busybox" ] ||
+		"$top/scripts/fetch-deb" bookworm arm64 busybox-static "$arm64_busybox"
+}
 tree=${TREE:-$build/linux}
 logs="$build/logs"
 mkdir -p "$logs"
