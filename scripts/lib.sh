@@ -138,3 +138,45 @@ stage() {
 	fi
 	echo "[$name] $(fmt_time $((SECONDS - start)))"
 }
+
+# untraced_runner PID: until process PID ends, run the commands that
+# run_untraced sends through $UNTRACED_RUNNER/requests, one at a time,
+# outside make test's execve trace. A request is a directory: "args"
+# (the command, NUL-separated), then "output" and "status" written here.
+untraced_runner() {
+	local traced=$1 req args status
+	exec 3<>"$UNTRACED_RUNNER/requests"
+	while kill -0 "$traced" 2>/dev/null; do
+		read -r -t 2 req <&3 || continue
+		mapfile -d '' -t args <"$req/args"
+		if "${args[@]}" </dev/null >"$req/output" 2>&1; then
+			status=0
+		else
+			status=$?
+		fi
+		echo "$status" >"$req/status.new"
+		mv "$req/status.new" "$req/status"
+	done
+	exec 3<&-
+}
+
+# run_untraced OUTPUT SECONDS CMD...: "timeout SECONDS CMD..." run by make
+# test's untraced_runner; its output in OUTPUT, its exit status returned.
+# timeout and CMD's program are recorded as execve calls in
+# $UNTRACED_RUNNER/execs for scripts/deps-check.
+run_untraced() {
+	local output=$1 seconds=$2 req prog
+	shift 2
+	req=$(mktemp -d "$UNTRACED_RUNNER/request.XXXXXX")
+	printf '%s\0' timeout "$seconds" "$@" >"$req/args"
+	for prog in timeout "$1"; do
+		printf '0 execve("%s", [...]) = 0\n' "$(command -v "$prog")" \
+			>>"$UNTRACED_RUNNER/execs"
+	done
+	echo "$req" >"$UNTRACED_RUNNER/requests"
+	while [ ! -f "$req/status" ]; do
+		sleep 1
+	done
+	cp "$req/output" "$output"
+	return "$(cat "$req/status")"
+}
