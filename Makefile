@@ -6,7 +6,7 @@
 DURATION ?= 600
 CALLS ?= 1000000
 
-.PHONY: run test test-debug shell exec bench stress fuzz mutants model-check lib-check check-series checkpatch bot-checks outgoing regression harness-selftests tree export clean help
+.PHONY: run test test-debug shell exec bench pahole stress fuzz mutants model-check lib-check check-series checkpatch bot-checks outgoing regression harness-selftests tree export clean help
 
 help:
 	@sed -n 's/^## //p' $(MAKEFILE_LIST)
@@ -42,6 +42,10 @@ exec:
 ## bench         benchmarks on the patched and base kernels and on the host: table, build/BASE/bench.json, .png
 bench:
 	@scripts/bench
+
+## pahole        struct task_struct and struct rseq_event without and with the series (pahole, debug info)
+pahole:
+	@scripts/pahole
 
 ## stress        soak test in the guest for DURATION seconds (default 600)
 stress:

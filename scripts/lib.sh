@@ -110,6 +110,19 @@ kmake() {
 		make CC="ccache $cc" HOSTCC="ccache gcc" "$@"
 }
 
+# base_worktree: a worktree of the base's tree at the base commit,
+# build/BASE/base-src, for the builds of the unpatched kernel; one of an
+# older import of the base is replaced.
+base_worktree() {
+	[ -e "$tree/.git" ] || "$top/scripts/tree"
+	if [ -d "$build/base-src" ] &&
+		[ "$(git -C "$build/base-src" rev-parse HEAD 2>/dev/null)" != "$(git -C "$tree" rev-parse base)" ]; then
+		rm -rf "$build/base-src"
+		git -C "$tree" worktree prune
+	fi
+	[ -d "$build/base-src" ] || git -C "$tree" worktree add -q --detach "$build/base-src" base
+}
+
 # Print a duration in seconds as 2m41s.
 fmt_time() {
 	if [ "$1" -ge 60 ]; then

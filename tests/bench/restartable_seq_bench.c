@@ -383,6 +383,50 @@ static inline void op_plain(void)
 	asm volatile("addq $1, %0" : "+m" (thread_counter));
 }
 
+/*
+ * The exit path's entry into its user access section (rows j and k), in
+ * user space where real hardware can time it: the kernel's own path runs
+ * only in the guest, whose time is not the CPU's. *counter is written and
+ * *post_commit read after user_rw_access_begin()'s range check and its
+ * LFENCE (x86-64's barrier_nospec()), or after masking both pointers as
+ * masked_user_access_begin() and mask_user_address() do. STAC, privileged
+ * and the same in both, is left out.
+ */
+#define ENTRY_PTR_MAX	0x7fffffffefffUL
+static uint64_t entry_words[2];		/* *counter, *post_commit */
+
+static inline void op_fenced_entry(void)
+{
+	uint64_t *counter = &entry_words[0], *post_commit = &entry_words[1];
+
+	asm volatile("movabsq %[max], %%rax\n\t"
+		     "cmpq %%rax, %[pc]\n\t"
+		     "ja 1f\n\t"
+		     "lfence\n\t"
+		     "movq %[pc], (%[counter])\n\t"
+		     "movq (%[pc]), %%rax\n"
+		     "1:"
+		     : : [counter] "r" (counter), [pc] "r" (post_commit),
+		       [max] "i" (ENTRY_PTR_MAX)
+		     : "rax", "memory", "cc");
+}
+
+static inline void op_masked_entry(void)
+{
+	uint64_t *counter = &entry_words[0], *post_commit = &entry_words[1];
+
+	asm volatile("movabsq %[max], %%rax\n\t"
+		     "cmpq %%rax, %[counter]\n\t"
+		     "cmovaq %%rax, %[counter]\n\t"
+		     "cmpq %%rax, %[pc]\n\t"
+		     "cmovaq %%rax, %[pc]\n\t"
+		     "movq %[pc], (%[counter])\n\t"
+		     "movq (%[pc]), %%rax\n\t"
+		     : [counter] "+r" (counter), [pc] "+r" (post_commit)
+		     : [max] "i" (ENTRY_PTR_MAX)
+		     : "rax", "memory", "cc");
+}
+
 struct rseq_list {
 	struct rs_node *head;
 } __aligned(64);
@@ -498,6 +542,8 @@ USER_LOOP(loop_plain, op_plain)
 USER_LOOP(loop_rs_list, op_rs_list)
 USER_LOOP(loop_rseq_list, op_rseq_list)
 USER_LOOP(loop_mutex_list, op_mutex_list)
+USER_LOOP(loop_fenced_entry, op_fenced_entry)
+USER_LOOP(loop_masked_entry, op_masked_entry)
 
 /* --- kernel side --------------------------------------------------------- */
 
@@ -874,6 +920,10 @@ static struct row rows[] = {
 	{ "g", "list pop+push", "restartable_sequences()", K_USER, REG_RS, loop_rs_list },
 	{ "h", "list pop+push", "rseq()", K_USER, REG_RSEQ, loop_rseq_list },
 	{ "i", "list pop+push", "pthread mutex", K_USER, REG_NONE, loop_mutex_list },
+	{ "j", "user access entry", "range check + LFENCE, store, load", K_USER,
+	  REG_NONE, loop_fenced_entry },
+	{ "k", "user access entry", "two masked pointers, store, load", K_USER,
+	  REG_NONE, loop_masked_entry },
 	KERNEL_ROWS("switch", "context switch", K_SWITCH),
 	KERNEL_ROWS("signal", "signal round trip", K_SIGNAL),
 	KERNEL_ROWS("syscall", "null system call", K_SYSCALL),
