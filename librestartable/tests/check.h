@@ -36,6 +36,12 @@ static int check_failed;
 			exit(1);					\
 	} while (0)
 
+/*
+ * An operation, tried again while it aborts: pinned or not, a thread can
+ * be preempted or signalled inside its sequence.
+ */
+#define RETRY(op) ({ int __r; do __r = (op); while (__r == RS_ABORTED); __r; })
+
 static inline int check_result(void)
 {
 	return check_failed ? 1 : 0;

@@ -22,7 +22,7 @@ static int child(int fake, enum rs_mode mode, enum rs_owner owner)
 	int ret;
 
 	fake_kernel_calls(&before);
-	ret = rs_add(words, RS_CPU_CURRENT, 1, NULL);
+	ret = RETRY(rs_add(words, RS_CPU_CURRENT, 1, NULL));
 	CHECK(ret == RS_DONE, "add in the child: %d", ret);
 	CHECK(rs_mode() == mode, "mode %d in the child, %d in the parent",
 	      rs_mode(), mode);
@@ -54,7 +54,7 @@ int main(int argc, char **argv)
 	REQUIRE(!sched_setaffinity(0, sizeof(one), &one), "sched_setaffinity");
 	if (fake)
 		REQUIRE(!fake_kernel_install(), "fake_kernel_install");
-	REQUIRE(rs_add(words, RS_CPU_CURRENT, 1, NULL) == RS_DONE, "add");
+	REQUIRE(RETRY(rs_add(words, RS_CPU_CURRENT, 1, NULL)) == RS_DONE, "add");
 	fprintf(stderr, "# mode %s, owner %d\n", rs_mode_name(rs_mode()),
 		rs_thread_owner());
 	mode = rs_mode();
@@ -65,6 +65,6 @@ int main(int argc, char **argv)
 		_exit(child(fake, mode, owner));
 	REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed");
-	CHECK(rs_add(words, RS_CPU_CURRENT, 1, NULL) == RS_DONE, "add after fork");
+	CHECK(RETRY(rs_add(words, RS_CPU_CURRENT, 1, NULL)) == RS_DONE, "add after fork");
 	return check_result();
 }

@@ -41,7 +41,7 @@ static void check_table(void)
 static void *thread_use(void *arg)
 {
 	(void)arg;
-	CHECK(rs_add(words, RS_CPU_CURRENT, 1, NULL) == RS_DONE, "add in a thread");
+	CHECK(RETRY(rs_add(words, RS_CPU_CURRENT, 1, NULL)) == RS_DONE, "add in a thread");
 	CHECK(rs_thread_owner() == RS_OWNER_SELF, "thread's owner %d",
 	      rs_thread_owner());
 	return NULL;
@@ -95,7 +95,7 @@ static void check_registrations(void)
 	      after.registrations - before.registrations);
 	CHECK(rs_thread_unregister() == 1, "the owner did not unregister");
 	CHECK(!fake_kernel_registered(), "still registered");
-	CHECK(rs_add(words, RS_CPU_CURRENT, 1, NULL) == RS_DONE, "add after re-use");
+	CHECK(RETRY(rs_add(words, RS_CPU_CURRENT, 1, NULL)) == RS_DONE, "add after re-use");
 	CHECK(fake_kernel_registered(), "use after unregistering did not register");
 }
 
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 	CHECK(rs_nr_cpus() > 0 && rs_nr_cpus() <= CPU_SETSIZE, "%d CPUs",
 	      rs_nr_cpus());
 	CHECK(rs_current_cpu() == 0, "on CPU %d, pinned to 0", rs_current_cpu());
-	ret = rs_add(words, RS_CPU_CURRENT, 5, NULL);
+	ret = RETRY(rs_add(words, RS_CPU_CURRENT, 5, NULL));
 	CHECK(ret == RS_DONE && words[0].value == 5, "add: %d, %ld", ret,
 	      (long)words[0].value);
 	ret = rs_event_count(&count);

@@ -75,9 +75,6 @@ static void *zalloc(size_t size)
 	return p;
 }
 
-/* Retry an operation until it is not aborted. */
-#define RETRY(op) ({ int __r; do __r = (op); while (__r == RS_ABORTED); __r; })
-
 /* An increment by load-compare-store: 1 if done. */
 static int cmpstore_increment(void)
 {
