@@ -4,7 +4,9 @@
  *
  * The objects live in one mapping. Free objects sit on a per-CPU list
  * (rs_push/rs_pop, inline sequences from restartable_inline.h) or on the
- * shared list under the pool's mutex. An allocation pops from its CPU's
+ * shared list under the pool's mutex. A per-CPU count of each list paces
+ * the drains; in kernel mode the push or pop updates it in its own
+ * sequence, elsewhere an rs_add() follows. An allocation pops from its CPU's
  * list, refilling it with a batch from the shared list when it is empty; a
  * free pushes onto its CPU's list and, when that list has grown past a
  * limit, moves a batch back to the shared list.
@@ -246,10 +248,104 @@ static void rs_pool_give_shared(struct rs_pool *pool, struct rs_node *node)
 	pthread_mutex_unlock(&pool->lock);
 }
 
+#if !defined(RS_NO_INLINE) && defined(__x86_64__) && defined(__GNUC__) && \
+	defined(__OPTIMIZE__)
+/*
+ * Kernel mode, this copy's words registered: the push or pop and the
+ * count's update in one sequence, the count's add or sub before the
+ * commit (the store to the list head). An abort between the two leaves
+ * the count one off, as a missed update did when it was a sequence of its
+ * own: it only paces drains. RS_COMPARE_FAILED from the pop: the list is
+ * empty. -1: not kernel mode or not set up, the caller takes the
+ * library's operations.
+ */
+static inline __attribute__((always_inline)) int
+rs_pool_push_counted(struct rs_pool *pool, struct rs_node *node, int *cpu)
+{
+	uint64_t start = __atomic_load_n(&__rs_words.counter, __ATOMIC_RELAXED);
+	uint32_t c = (uint32_t)start;
+
+	if (rs_unlikely(c >= (uint32_t)__rs_process.nr_cpus))
+		return -1;
+	*cpu = c;
+	__asm__ __inline__ goto(__RS_KSEQ_BEGIN
+		"addq $1, (%[count])\n\t"
+		__RS_ASM_PUSH
+		__RS_KSEQ_END
+		: /* no outputs */
+		: __RS_KSEQ_OPERANDS(__rs_words.counter, __rs_words.post_commit, start),
+		  [head] "r" (&pool->percpu_free[c].head), [node] "r" (node),
+		  [count] "r" (&pool->percpu_count[c].value),
+		  [next] "i" (offsetof(struct rs_node, next))
+		: __RS_KSEQ_CLOBBERS
+		: aborted);
+	return RS_DONE;
+aborted:
+	return RS_ABORTED;
+}
+
+static inline __attribute__((always_inline)) int
+rs_pool_pop_counted(struct rs_pool *pool, struct rs_node **node)
+{
+	uint64_t start = __atomic_load_n(&__rs_words.counter, __ATOMIC_RELAXED);
+	uint32_t c = (uint32_t)start;
+
+	if (rs_unlikely(c >= (uint32_t)__rs_process.nr_cpus))
+		return -1;
+	__asm__ __inline__ goto(__RS_KSEQ_BEGIN
+		"movq (%[head]), %%rax\n\t"
+		"testq %%rax, %%rax\n\t"
+		"jz 6f\n\t"
+		"movq %%rax, (%[node])\n\t"
+		"movq %c[next](%%rax), %%rax\n\t"
+		"subq $1, (%[count])\n\t"
+		"movq %%rax, (%[head])\n\t"
+		__RS_KSEQ_END_FAILED
+		: /* no outputs */
+		: __RS_KSEQ_OPERANDS(__rs_words.counter, __rs_words.post_commit, start),
+		  [head] "r" (&pool->percpu_free[c].head), [node] "r" (node),
+		  [count] "r" (&pool->percpu_count[c].value),
+		  [next] "i" (offsetof(struct rs_node, next))
+		: __RS_KSEQ_CLOBBERS
+		: aborted, failed);
+	return RS_DONE;
+aborted:
+	return RS_ABORTED;
+failed:
+	return RS_COMPARE_FAILED;
+}
+#else
+static inline int rs_pool_push_counted(struct rs_pool *pool, struct rs_node *node, int *cpu)
+{
+	(void)pool, (void)node, (void)cpu;
+	return -1;
+}
+
+static inline int rs_pool_pop_counted(struct rs_pool *pool, struct rs_node **node)
+{
+	(void)pool, (void)node;
+	return -1;
+}
+#endif
+
+/* The library's push, then the count: every mode but the above. */
+static inline __attribute__((always_inline)) int
+rs_pool_push_then_count(struct rs_pool *pool, struct rs_node *node, int *cpu)
+{
+	int ret;
+
+	do
+		ret = rs_push(pool->percpu_free, RS_CPU_CURRENT, node, cpu);
+	while (ret == RS_ABORTED);
+	/* The count may miss an update after an abort: it only paces drains. */
+	if (ret == RS_DONE)
+		rs_add(pool->percpu_count, *cpu, 1, NULL);
+	return ret;
+}
+
 /*
  * Push onto the thread's CPU list, else (no sequences) the shared one.
- * Inline: in rs_pool_free() it is the fast path, and a call would save
- * and restore registers around two sequences.
+ * Inline: in rs_pool_free() it is the fast path.
  */
 static inline __attribute__((always_inline)) void
 rs_pool_put(struct rs_pool *pool, struct rs_node *node)
@@ -257,15 +353,14 @@ rs_pool_put(struct rs_pool *pool, struct rs_node *node)
 	int cpu = 0, ret;
 
 	do
-		ret = rs_push(pool->percpu_free, RS_CPU_CURRENT, node, &cpu);
+		ret = rs_pool_push_counted(pool, node, &cpu);
 	while (rs_unlikely(ret == RS_ABORTED));
-	if (rs_unlikely(ret != RS_DONE)) {
+	if (rs_unlikely(ret != RS_DONE) &&
+	    rs_pool_push_then_count(pool, node, &cpu) != RS_DONE) {
 		rs_pool_give_shared(pool, node);
 		return;
 	}
-	/* The count may miss an update after an abort: it only paces drains. */
-	if (rs_likely(rs_add(pool->percpu_count, cpu, 1, NULL) == RS_DONE) &&
-	    rs_unlikely(__atomic_load_n(&pool->percpu_count[cpu].value,
+	if (rs_unlikely(__atomic_load_n(&pool->percpu_count[cpu].value,
 					__ATOMIC_RELAXED) > RS_POOL_PERCPU_MAX))
 		rs_pool_drain(pool, cpu);
 }
@@ -293,11 +388,16 @@ rs_pool_alloc_slow(struct rs_pool *pool, int ret)
 	struct rs_node *node = NULL;
 
 	while (ret == RS_ABORTED)
-		ret = rs_pop(pool->percpu_free, RS_CPU_CURRENT, &node, &cpu);
-	if (ret == RS_DONE) {
-		rs_add(pool->percpu_count, cpu, -1, NULL);
-		return node;
+		ret = rs_pool_pop_counted(pool, &node);
+	if (ret == -1) {
+		do
+			ret = rs_pop(pool->percpu_free, RS_CPU_CURRENT, &node, &cpu);
+		while (ret == RS_ABORTED);
+		if (ret == RS_DONE)
+			rs_add(pool->percpu_count, cpu, -1, NULL);
 	}
+	if (ret == RS_DONE)
+		return node;
 	/* Empty or no sequences. */
 	node = ret == RS_COMPARE_FAILED ? rs_pool_refill(pool) :
 					  rs_pool_take_shared(pool, 1);
@@ -329,10 +429,14 @@ void *rs_pool_alloc(struct rs_pool *pool, size_t size)
 		errno = EINVAL;
 		return NULL;
 	}
-	ret = rs_pop(pool->percpu_free, RS_CPU_CURRENT, &node, &cpu);
-	if (rs_likely(ret == RS_DONE)) {
-		rs_add(pool->percpu_count, cpu, -1, NULL);
-	} else {
+	ret = rs_pool_pop_counted(pool, &node);
+	if (rs_unlikely(ret == -1)) {
+		/* The library's pop, then the count: every other mode */
+		ret = rs_pop(pool->percpu_free, RS_CPU_CURRENT, &node, &cpu);
+		if (rs_likely(ret == RS_DONE))
+			rs_add(pool->percpu_count, cpu, -1, NULL);
+	}
+	if (rs_unlikely(ret != RS_DONE)) {
 		node = rs_pool_alloc_slow(pool, ret);
 		if (!node)
 			return NULL;
