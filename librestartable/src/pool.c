@@ -262,10 +262,10 @@ static void rs_pool_give_shared(struct rs_pool *pool, struct rs_node *node)
 static inline __attribute__((always_inline)) int
 rs_pool_push_counted(struct rs_pool *pool, struct rs_node *node, int *cpu)
 {
-	uint64_t start = __atomic_load_n(&__rs_words.counter, __ATOMIC_RELAXED);
-	uint32_t c = (uint32_t)start;
+	uint64_t start;
+	uint32_t c = __rs_kernel_cpu(&start);
 
-	if (rs_unlikely(c >= (uint32_t)__rs_process.nr_cpus))
+	if (rs_unlikely(c >= __rs_kernel_cpus()))
 		return -1;
 	*cpu = c;
 	__asm__ __inline__ goto(__RS_KSEQ_BEGIN
@@ -287,10 +287,10 @@ aborted:
 static inline __attribute__((always_inline)) int
 rs_pool_pop_counted(struct rs_pool *pool, struct rs_node **node)
 {
-	uint64_t start = __atomic_load_n(&__rs_words.counter, __ATOMIC_RELAXED);
-	uint32_t c = (uint32_t)start;
+	uint64_t start;
+	uint32_t c = __rs_kernel_cpu(&start);
 
-	if (rs_unlikely(c >= (uint32_t)__rs_process.nr_cpus))
+	if (rs_unlikely(c >= __rs_kernel_cpus()))
 		return -1;
 	__asm__ __inline__ goto(__RS_KSEQ_BEGIN
 		"movq (%[head]), %%rax\n\t"
