@@ -38,9 +38,19 @@ static int check_failed;
 
 /*
  * An operation, tried again while it aborts: pinned or not, a thread can
- * be preempted or signalled inside its sequence.
+ * be preempted or signalled inside its sequence. At most 1000 tries, so
+ * that a library that aborts every time fails the check instead of
+ * spinning until the test's timeout.
  */
-#define RETRY(op) ({ int __r; do __r = (op); while (__r == RS_ABORTED); __r; })
+#define RETRY(op)							\
+	({								\
+		int __r, __tries = 0;					\
+									\
+		do							\
+			__r = (op);					\
+		while (__r == RS_ABORTED && ++__tries < 1000);		\
+		__r;							\
+	})
 
 static inline int check_result(void)
 {
