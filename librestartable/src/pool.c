@@ -254,11 +254,16 @@ static void rs_pool_give_shared(struct rs_pool *pool, struct rs_node *node)
  * Kernel mode, this copy's words registered: the push or pop and the
  * count's update in one sequence, the count's add or sub before the
  * commit (the store to the list head). An abort between the two leaves
- * the count one off, as a missed update did when it was a sequence of its
- * own: it only paces drains. RS_COMPARE_FAILED from the pop: the list is
- * empty. -1: not kernel mode or not set up, the caller takes the
- * library's operations.
+ * the count one off; it only paces drains. RS_COMPARE_FAILED from the
+ * pop: the list is empty. -1: not kernel mode or not set up, the caller
+ * takes the library's operations.
  */
+#define RS_POOL_COUNTED_OPERANDS(pool, c, node, start)			\
+	__RS_KSEQ_OPERANDS(__rs_words.counter, __rs_words.post_commit, start), \
+	[head] "r" (&(pool)->percpu_free[c].head), [node] "r" (node),	\
+	[count] "r" (&(pool)->percpu_count[c].value),			\
+	[next] "i" (offsetof(struct rs_node, next))
+
 static inline __attribute__((always_inline)) int
 rs_pool_push_counted(struct rs_pool *pool, struct rs_node *node, int *cpu)
 {
@@ -273,10 +278,7 @@ rs_pool_push_counted(struct rs_pool *pool, struct rs_node *node, int *cpu)
 		__RS_ASM_PUSH
 		__RS_KSEQ_END
 		: /* no outputs */
-		: __RS_KSEQ_OPERANDS(__rs_words.counter, __rs_words.post_commit, start),
-		  [head] "r" (&pool->percpu_free[c].head), [node] "r" (node),
-		  [count] "r" (&pool->percpu_count[c].value),
-		  [next] "i" (offsetof(struct rs_node, next))
+		: RS_POOL_COUNTED_OPERANDS(pool, c, node, start)
 		: __RS_KSEQ_CLOBBERS
 		: aborted);
 	return RS_DONE;
@@ -302,10 +304,7 @@ rs_pool_pop_counted(struct rs_pool *pool, struct rs_node **node)
 		"movq %%rax, (%[head])\n\t"
 		__RS_KSEQ_END_FAILED
 		: /* no outputs */
-		: __RS_KSEQ_OPERANDS(__rs_words.counter, __rs_words.post_commit, start),
-		  [head] "r" (&pool->percpu_free[c].head), [node] "r" (node),
-		  [count] "r" (&pool->percpu_count[c].value),
-		  [next] "i" (offsetof(struct rs_node, next))
+		: RS_POOL_COUNTED_OPERANDS(pool, c, node, start)
 		: __RS_KSEQ_CLOBBERS
 		: aborted, failed);
 	return RS_DONE;
