@@ -258,6 +258,15 @@ static void rs_pool_give_shared(struct rs_pool *pool, struct rs_node *node)
  * pop: the list is empty. -1: not kernel mode or not set up, the caller
  * takes the library's operations.
  */
+#ifdef RS_BREAK_POOL_COMMIT_FIRST
+/* Broken on purpose (tests/check-breakage): the count after the commit. */
+#define RS_POOL_COUNT_BEFORE_COMMIT(count_op) ""
+#define RS_POOL_COUNT_AFTER_COMMIT(count_op) count_op
+#else
+#define RS_POOL_COUNT_BEFORE_COMMIT(count_op) count_op
+#define RS_POOL_COUNT_AFTER_COMMIT(count_op) ""
+#endif
+
 #define RS_POOL_COUNTED_OPERANDS(pool, c, node, start)			\
 	__RS_KSEQ_OPERANDS(__rs_words.counter, __rs_words.post_commit, start), \
 	[head] "r" (&(pool)->percpu_free[c].head), [node] "r" (node),	\
@@ -274,8 +283,9 @@ rs_pool_push_counted(struct rs_pool *pool, struct rs_node *node, int *cpu)
 		return -1;
 	*cpu = c;
 	__asm__ __inline__ goto(__RS_KSEQ_BEGIN
-		"addq $1, (%[count])\n\t"
+		RS_POOL_COUNT_BEFORE_COMMIT("addq $1, (%[count])\n\t")
 		__RS_ASM_PUSH
+		RS_POOL_COUNT_AFTER_COMMIT("addq $1, (%[count])\n\t")
 		__RS_KSEQ_END
 		: /* no outputs */
 		: RS_POOL_COUNTED_OPERANDS(pool, c, node, start)
@@ -300,8 +310,9 @@ rs_pool_pop_counted(struct rs_pool *pool, struct rs_node **node)
 		"jz 6f\n\t"
 		"movq %%rax, (%[node])\n\t"
 		"movq %c[next](%%rax), %%rax\n\t"
-		"subq $1, (%[count])\n\t"
+		RS_POOL_COUNT_BEFORE_COMMIT("subq $1, (%[count])\n\t")
 		"movq %%rax, (%[head])\n\t"
+		RS_POOL_COUNT_AFTER_COMMIT("subq $1, (%[count])\n\t")
 		__RS_KSEQ_END_FAILED
 		: /* no outputs */
 		: RS_POOL_COUNTED_OPERANDS(pool, c, node, start)

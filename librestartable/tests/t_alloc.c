@@ -4,7 +4,9 @@
  * a pool hands out every object once until it is empty; under threads,
  * signals and affinity churn no
  * object is handed out twice and, at the end, every object is accounted
- * for. Usage: t_alloc [seconds]
+ * for. Usage: t_alloc [seconds [--fake-kernel]]; with the stand-in kernel
+ * of fake_kernel.c one worker runs, pinned to CPU 0, and the signals are
+ * its only events (the stand-in follows no migration).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include <sys/syscall.h>
 #include "restartable.h"
 #include "check.h"
+#include "fake_kernel.h"
 
 #define OBJECTS 4096
 #define OBJECT_SIZE 48
@@ -29,6 +32,8 @@ static char *base;			/* the first object handed out, pinned run */
 static atomic_int holder[OBJECTS];	/* worker + 1 holding the object, 0 free */
 static atomic_int tids[WORKERS];
 static atomic_int stop;
+static int workers = WORKERS;
+static int fake;
 
 /* The index of an object, from the address of the lowest one seen. */
 static int index_of(void *p)
@@ -93,6 +98,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Signals to random workers; without the stand-in kernel, migrations too. */
 static void *disturber(void *arg)
 {
 	unsigned int rng = 3;
@@ -101,15 +107,15 @@ static void *disturber(void *arg)
 
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		tid = atomic_load(&tids[rand_r(&rng) % WORKERS]);
-		if (tid) {
+		tid = atomic_load(&tids[rand_r(&rng) % workers]);
+		if (tid)
 			syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
+		if (tid && !fake && rand_r(&rng) % 3) {
 			CPU_ZERO(&set);
 			CPU_SET(rand_r(&rng) % rs_nr_cpus(), &set);
-			if (rand_r(&rng) % 3)
-				sched_setaffinity(tid, sizeof(set), &set);
+			sched_setaffinity(tid, sizeof(set), &set);
 		}
-		usleep(50);
+		usleep(fake ? 20 : 50);
 	}
 	return NULL;
 }
@@ -192,6 +198,33 @@ static void check_exhaustion(void)
 		give_back(all[i], 1);
 }
 
+/*
+ * The stand-in kernel's events are the signals: one worker, pinned to
+ * CPU 0 like the whole process, the disturber on another CPU.
+ */
+static void use_fake_kernel(void)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	REQUIRE(!sched_setaffinity(0, sizeof(one), &one), "sched_setaffinity");
+	REQUIRE(!fake_kernel_install(), "fake_kernel_install");
+	REQUIRE(!fake_kernel_events(SIGUSR1, on_signal), "fake_kernel_events");
+	workers = 1;
+}
+
+static void *fake_kernel_disturber(void *arg)
+{
+	cpu_set_t other;
+
+	CPU_ZERO(&other);
+	CPU_SET(1, &other);
+	if (rs_nr_cpus() > 1)
+		sched_setaffinity(0, sizeof(other), &other);
+	return disturber(arg);
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 2;
@@ -201,6 +234,9 @@ int main(int argc, char **argv)
 				  (long)((seconds - (time_t)seconds) * 1e9) };
 	int i;
 
+	fake = argc > 2 && !strcmp(argv[2], "--fake-kernel");
+	if (fake)
+		use_fake_kernel();
 	fprintf(stderr, "# mode %s%s\n", rs_mode_name(rs_mode()),
 		getenv("RESTARTABLE_POOL_DEBUG") ? ", RESTARTABLE_POOL_DEBUG" : "");
 	pool = rs_pool_create(OBJECT_SIZE, OBJECTS);
@@ -209,13 +245,14 @@ int main(int argc, char **argv)
 	check_exhaustion();
 	check_bad_input();
 
-	signal(SIGUSR1, on_signal);
-	for (i = 0; i < WORKERS; i++)
+	if (!fake)
+		signal(SIGUSR1, on_signal);
+	for (i = 0; i < workers; i++)
 		pthread_create(&threads[i], NULL, worker, (void *)(intptr_t)i);
-	pthread_create(&dist, NULL, disturber, NULL);
+	pthread_create(&dist, NULL, fake ? fake_kernel_disturber : disturber, NULL);
 	nanosleep(&pause, NULL);
 	atomic_store(&stop, 1);
-	for (i = 0; i < WORKERS; i++)
+	for (i = 0; i < workers; i++)
 		pthread_join(threads[i], NULL);
 	pthread_join(dist, NULL);
 
@@ -228,6 +265,11 @@ int main(int argc, char **argv)
 		stats.shared_free, stats.percpu_free);
 	for (i = 0; i < OBJECTS; i++)
 		CHECK(!atomic_load(&holder[i]), "object %d still held", i);
+	if (fake) {
+		fprintf(stderr, "# %ld sequences aborted by events\n",
+			fake_kernel_aborts());
+		CHECK(fake_kernel_aborts() > 0, "no event aborted a sequence");
+	}
 	rs_pool_destroy(pool);
 	return check_result();
 }
