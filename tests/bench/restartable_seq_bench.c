@@ -185,7 +185,9 @@ static long kernel_ops = 2000;		/* round trips/signals/calls/traps per window */
 static const char *where = "";
 static const char *only;		/* --only user|kernel */
 static unsigned int seed;		/* --seed: the pauses between rows */
-static bool rs_ok;
+static bool rs_ok;			/* rows use restartable_sequences() */
+static bool rs_present;			/* the kernel has it */
+static bool base_rows;			/* --rows base */
 static unsigned int rseq_v2_len;	/* 0: the kernel has no V2 mode */
 
 /* --- measuring --------------------------------------------------------- */
@@ -957,8 +959,10 @@ static const char *unit(void)
  * on both. Which undisturbed pattern a row settles in (how the scheduler
  * interleaves the two threads of a switch or preemption row) still
  * depends on the whole history of the run, which the restartable
- * sequences rows lengthen on the patched kernel only; scripts/bench runs
- * several seeds for that (see scripts/bench-report).
+ * sequences rows lengthen on the patched kernel only. So scripts/bench
+ * also boots the patched kernel with --rows base, which runs exactly the
+ * base kernel's rows: the patched-against-base comparison uses those
+ * runs, and several seeds per kernel (see scripts/bench-report).
  */
 static void shift_phase(const char *id, int trial)
 {
@@ -1108,15 +1112,16 @@ static void report(struct row *r, const char *kernel)
 	print_json_string(where);
 	printf(", \"kernel\": ");
 	print_json_string(kernel);
-	printf(", \"restartable_sequences\": %s, \"id\": \"%s\", \"group\": ",
-	       rs_ok ? "true" : "false", r->id);
+	printf(", \"restartable_sequences\": %s, \"rows\": \"%s\", \"id\": \"%s\", "
+	       "\"group\": ", rs_present ? "true" : "false", base_rows ? "base" : "all",
+	       r->id);
 	print_json_string(r->group);
 	printf(", \"label\": ");
 	print_json_string(r->label);
 	printf(", \"registration\": \"%s\", \"rseq_len\": %u", reg_names[r->reg],
 	       rseq_len_of(r->reg));
 	if (uses_rs(r->reg) && !rs_ok)
-		printf(", \"note\": \"fast path only: no kernel support, nothing registered\"");
+		printf(", \"note\": \"fast path only: nothing registered\"");
 	if (lane == LANE_ICOUNT)
 		printf(", \"mode\": %.4f, \"mode_windows\": %d", mode, mode_count);
 	printf(", \"unit\": \"%s/op\", \"ops_per_window\": %ld, \"n\": %d, \"min\": %.4f, \"q1\": %.4f, "
@@ -1134,7 +1139,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: restartable_seq_bench [--lane icount|time] [--trials N]\n"
 		"       [--user-ops N] [--kernel-ops N] [--cpu N] [--only user|kernel]\n"
-		"       [--seed N] [--where TEXT]\n");
+		"       [--seed N] [--where TEXT] [--rows all|base]\n");
 	exit(2);
 }
 
@@ -1171,6 +1176,8 @@ int main(int argc, char **argv)
 			seed = strtoul(val, NULL, 0);
 		else if (!strcmp(arg, "--where"))
 			where = val;
+		else if (!strcmp(arg, "--rows"))
+			base_rows = !strcmp(val, "base");
 		else
 			usage();
 	}
@@ -1198,7 +1205,13 @@ int main(int argc, char **argv)
 			;
 	}
 	pin_to(bench_cpu);
-	rs_ok = rs_supported();
+	/*
+	 * --rows base: run as the base kernel does, restartable_sequences()
+	 * or not, so that the rows both kernels have also share the run's
+	 * history (see shift_phase()).
+	 */
+	rs_present = rs_supported();
+	rs_ok = rs_present && !base_rows;
 	if (sys_rseq(RSEQ_LEGACY_LEN, 0) || sys_rseq(RSEQ_LEGACY_LEN, RSEQ_ABI_FLAG_UNREGISTER)) {
 		fprintf(stderr, "rseq() is not available\n");
 		return 4;
@@ -1238,7 +1251,9 @@ int main(int argc, char **argv)
 	       "%ld user / %ld kernel operations per window; restartable_sequences() %s; ",
 	       lane == LANE_ICOUNT ? "icount" : "time", unit(), where, kernel,
 	       bench_cpu, seed, trials, user_ops, kernel_ops,
-	       rs_ok ? "available" : "missing (rows a, g: fast path only)");
+	       !rs_present ? "missing (rows a, g: fast path only)" :
+	       base_rows ? "available, not used (--rows base: rows a, g: fast path only)" :
+	       "available");
 	if (rseq_v2_len)
 		printf("rseq() V2 with rseq_len %u", rseq_v2_len);
 	else
