@@ -6,7 +6,7 @@
 DURATION ?= 600
 CALLS ?= 1000000
 
-.PHONY: run test test-debug shell exec bench pahole stress fuzz mutants model-check lib-check check-series checkpatch bot-checks outgoing regression harness-selftests tree export clean help
+.PHONY: run test test-debug test-without-option shell exec bench pahole stress fuzz mutants model-check lib-check check-series checkpatch bot-checks outgoing regression harness-selftests tree export clean help
 
 help:
 	@sed -n 's/^## //p' $(MAKEFILE_LIST)
@@ -30,6 +30,10 @@ test:
 ## test-debug    the debug lane alone: configs/debug (KASAN, UBSAN, lockdep, ...), guest/lists/debug
 test-debug:
 	@DEBUG=1 scripts/run test
+
+## test-without-option  the series built without CONFIG_RESTARTABLE_SEQUENCES (configs/without-option), guest/lists/without-option
+test-without-option:
+	@WITHOUT_OPTION=1 scripts/run test
 
 ## shell         boot the patched kernel with a shell on the serial console
 shell:
