@@ -157,6 +157,26 @@ int fake_kernel_events(int sig, void (*handler)(int))
 	return sigaction(sig, &sa, NULL) ? -errno : 0;
 }
 
+int fake_kernel_setup(int sig, void (*handler)(int))
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		return -errno;
+	return fake_kernel_install() ?: fake_kernel_events(sig, handler);
+}
+
+void fake_kernel_leave_cpu0(void)
+{
+	cpu_set_t other;
+
+	CPU_ZERO(&other);
+	CPU_SET(1, &other);
+	sched_setaffinity(0, sizeof(other), &other);
+}
+
 long fake_kernel_aborts(void)
 {
 	return __atomic_load_n(&fake_aborts, __ATOMIC_RELAXED);

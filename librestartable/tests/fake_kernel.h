@@ -25,6 +25,14 @@ int fake_kernel_install(void);
  * signature is checked (a wrong one ends the process, status 3).
  */
 int fake_kernel_events(int sig, void (*handler)(int));
+/*
+ * What the tests that use it do first: the whole process pinned to CPU 0
+ * (the stand-in follows no migration), the stand-in installed and signal
+ * sig made an event. 0 or a negative errno.
+ */
+int fake_kernel_setup(int sig, void (*handler)(int));
+/* Move the calling thread, which sends the events, to CPU 1 if it exists. */
+void fake_kernel_leave_cpu0(void);
 /* How many sequences the events aborted. */
 long fake_kernel_aborts(void);
 void fake_kernel_calls(struct fake_kernel_calls *calls);

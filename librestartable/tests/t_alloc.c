@@ -198,30 +198,17 @@ static void check_exhaustion(void)
 		give_back(all[i], 1);
 }
 
-/*
- * The stand-in kernel's events are the signals: one worker, pinned to
- * CPU 0 like the whole process, the disturber on another CPU.
- */
+/* The stand-in kernel's events are the signals: one worker on CPU 0. */
 static void use_fake_kernel(void)
 {
-	cpu_set_t one;
-
-	CPU_ZERO(&one);
-	CPU_SET(0, &one);
-	REQUIRE(!sched_setaffinity(0, sizeof(one), &one), "sched_setaffinity");
-	REQUIRE(!fake_kernel_install(), "fake_kernel_install");
-	REQUIRE(!fake_kernel_events(SIGUSR1, on_signal), "fake_kernel_events");
+	REQUIRE(!fake_kernel_setup(SIGUSR1, on_signal), "fake_kernel_setup");
 	workers = 1;
 }
 
+/* The disturber sends the signals from another CPU. */
 static void *fake_kernel_disturber(void *arg)
 {
-	cpu_set_t other;
-
-	CPU_ZERO(&other);
-	CPU_SET(1, &other);
-	if (rs_nr_cpus() > 1)
-		sched_setaffinity(0, sizeof(other), &other);
+	fake_kernel_leave_cpu0();
 	return disturber(arg);
 }
 

@@ -310,29 +310,18 @@ static void check_totals(void)
 
 /*
  * With the stand-in kernel, its events are the signals: one worker at a
- * time, pinned to CPU 0 like the whole process; the signaller runs on
- * another CPU, and nobody moves threads.
+ * time, on CPU 0 like the whole process; the signaller runs on another
+ * CPU, and nobody moves threads.
  */
 static void use_fake_kernel(void)
 {
-	cpu_set_t one;
-
-	CPU_ZERO(&one);
-	CPU_SET(0, &one);
-	REQUIRE(!sched_setaffinity(0, sizeof(one), &one), "sched_setaffinity");
-	REQUIRE(!fake_kernel_install(), "fake_kernel_install");
-	REQUIRE(!fake_kernel_events(SIGUSR1, on_signal), "fake_kernel_events");
+	REQUIRE(!fake_kernel_setup(SIGUSR1, on_signal), "fake_kernel_setup");
 	workers = 1;
 }
 
 static void *fake_kernel_signaller(void *arg)
 {
-	cpu_set_t other;
-
-	CPU_ZERO(&other);
-	CPU_SET(1, &other);
-	if (nr_cpus > 1)
-		sched_setaffinity(0, sizeof(other), &other);
+	fake_kernel_leave_cpu0();
 	return signaller(arg);
 }
 
