@@ -1176,8 +1176,10 @@ int main(int argc, char **argv)
 			seed = strtoul(val, NULL, 0);
 		else if (!strcmp(arg, "--where"))
 			where = val;
-		else if (!strcmp(arg, "--rows"))
-			base_rows = !strcmp(val, "base");
+		else if (!strcmp(arg, "--rows") && !strcmp(val, "base"))
+			base_rows = true;
+		else if (!strcmp(arg, "--rows") && !strcmp(val, "all"))
+			base_rows = false;
 		else
 			usage();
 	}
